@@ -1,0 +1,87 @@
+"""The book as a whole: table of contents, no notebooks in git, every page executes in quick mode."""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+
+
+def toc_files() -> list[str]:
+    """Every ``root``/``file`` entry of ``_toc.yml``, in order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    names = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                names.append(node["file"])
+            for key, value in node.items():
+                if key != "root":
+                    walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk({k: v for k, v in toc.items() if k != "root"})
+    return names
+
+
+def book_pages() -> list[pathlib.Path]:
+    return sorted(p for p in BOOK.rglob("*.md") if ".ipynb_checkpoints" not in p.parts)
+
+
+def test_every_toc_entry_exists():
+    missing = [f for f in toc_files() if not (ROOT / (f + ".md")).is_file()]
+    assert not missing, f"_toc.yml names pages that do not exist: {missing}"
+
+
+def test_toc_has_no_duplicates():
+    files = toc_files()
+    assert len(files) == len(set(files))
+
+
+def test_every_book_page_is_in_the_toc():
+    listed = {f + ".md" for f in toc_files()}
+    orphans = [str(p.relative_to(ROOT)) for p in book_pages() if str(p.relative_to(ROOT)) not in listed]
+    assert not orphans, f"book pages missing from _toc.yml: {orphans}"
+
+
+def test_no_notebook_files_are_tracked():
+    out = subprocess.run(["git", "ls-files", "*.ipynb"], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "", f"tracked .ipynb files (pages must be MyST .md): {out.stdout.split()}"
+
+
+def test_pages_are_myst_notebooks():
+    """Every page carries the jupytext header that makes it a notebook with a Python kernel."""
+    import jupytext
+
+    for page in book_pages():
+        nb = jupytext.read(page)
+        assert nb.metadata.get("kernelspec", {}).get("name") == "python3", page
+        assert nb.metadata.get("jupytext", {}).get("text_representation", {}).get("format_name") == "myst", page
+
+
+@pytest.mark.book
+@pytest.mark.parametrize("page", book_pages(), ids=lambda p: str(p.relative_to(BOOK)))
+def test_page_executes_in_quick_mode(page, monkeypatch, tmp_path):
+    """Execute the page top to bottom in quick mode; any cell error fails the test."""
+    import jupytext
+    import nbclient
+
+    monkeypatch.setenv("BOOK_QUICK", "1")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("SYMBREAK_PROGRESS", "0")
+    monkeypatch.delenv("SYMBREAK_FIGURES", raising=False)
+    nb = jupytext.read(page)
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(page.parent)}}
+    )
+    client.execute()
+    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
+    assert not errors
