@@ -411,7 +411,9 @@ def test_exact_solution_against_solve_ivp(p, N, d, beta, ratio):
     t = np.linspace(0.0, 6.0, 61)
     exact = dln.schatten_scale(t, ratio * ss, p=p, N=N, d=d, beta=beta)
     assert exact[0] == ratio * ss
-    assert np.max(np.abs(exact / _scale_ode(t, ratio * ss, p, N, d, beta) - 1)) < 1e-8
+    # the test tolerance is 1e-8; the public API promises 1e-10 relative against a tight ODE
+    # solve (DOP853, rtol 1e-13), so assert that (measured worst case over these cases: ~1e-11)
+    assert np.max(np.abs(exact / _scale_ode(t, ratio * ss, p, N, d, beta) - 1)) < 1e-10
 
 
 def test_exact_solution_for_nu_equal_two_has_a_closed_form():
@@ -573,41 +575,52 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter():
     ok = np.array([2.0, 1.0])
     for bad in ([1.0, 0.0], [1.0, -2.0], [1.0, np.nan], []):
         for fn in (dln.entropy, dln.entropy_gradient, dln.entropy_hessian, dln.riemannian_entropy_hessian):
-            with pytest.raises(ValueError, match="sigma"):
+            with pytest.raises(ValueError, match=r"^sigma\b"):
                 fn(bad, 3)
     for bad_n in (0, -1, 2.5, "3", np.nan):
-        with pytest.raises(ValueError, match="N"):
+        with pytest.raises(ValueError, match=r"^N\b"):
             dln.entropy(ok, bad_n)
-        with pytest.raises(ValueError, match="N"):
+        with pytest.raises(ValueError, match=r"^N\b"):
             dln.entropy_gradient(ok, bad_n)
-    with pytest.raises(ValueError, match="N"):
+        for fn in (dln.entropy_hessian, dln.riemannian_entropy_hessian):
+            with pytest.raises(ValueError, match=r"^N\b"):
+                fn(ok, bad_n)
+        with pytest.raises(ValueError, match=r"^N\b"):
+            dln.singular_value_flow(ok, [0.0, 1.0], N=bad_n, beta=1.0, p=2.0)
+        with pytest.raises(ValueError, match=r"^N\b"):
+            dln.relaxation_rates(2.0, bad_n, 3, 1.0)
+    with pytest.raises(ValueError, match=r"^N\b"):
         dln.schatten_sigma_star(2.0, 1, 3, 1.0)  # N = 1: no entropy, no positive equilibrium
     for bad_beta in (0.0, -1.0, np.nan):
-        with pytest.raises(ValueError, match="beta"):
+        with pytest.raises(ValueError, match=r"^beta\b"):
             dln.schatten_sigma_star(2.0, 3, 3, bad_beta)
-        with pytest.raises(ValueError, match="beta"):
+        with pytest.raises(ValueError, match=r"^beta\b"):
             dln.relaxation_rates(2.0, 3, 3, bad_beta)
-        with pytest.raises(ValueError, match="beta"):
+        with pytest.raises(ValueError, match=r"^beta\b"):
             dln.singular_value_flow(ok, [0.0, 1.0], N=3, beta=bad_beta, p=2.0)
     for bad_p in (0.5, 0.0, -1.0, np.inf):
-        with pytest.raises(ValueError, match="p"):
+        with pytest.raises(ValueError, match=r"^p\b"):
             dln.schatten_sigma_star(bad_p, 3, 3, 1.0)
-        with pytest.raises(ValueError, match="p"):
+        with pytest.raises(ValueError, match=r"^p\b"):
             dln.schatten_scale([1.0], 0.5, p=bad_p, N=3, d=3, beta=1.0)
+        with pytest.raises(ValueError, match=r"^p\b"):
+            dln.relaxation_rates(bad_p, 3, 3, 1.0)
+        with pytest.raises(ValueError, match=r"^p\b"):
+            dln.singular_value_flow(ok, [0.0, 1.0], N=3, beta=1.0, p=bad_p)
     for bad_d in (1, 0, 2.5):
-        with pytest.raises(ValueError, match="d"):
+        with pytest.raises(ValueError, match=r"^d\b"):
             dln.schatten_sigma_star(2.0, 3, bad_d, 1.0)
-        with pytest.raises(ValueError, match="d"):
+        with pytest.raises(ValueError, match=r"^d\b"):
             dln.relaxation_rates(2.0, 3, bad_d, 1.0)
-        with pytest.raises(ValueError, match="d"):
+        with pytest.raises(ValueError, match=r"^d\b"):
             dln.schatten_scale([1.0], 0.5, p=2.0, N=3, d=bad_d, beta=1.0)
-    with pytest.raises(ValueError, match="s0"):
+    with pytest.raises(ValueError, match=r"^s0\b"):
         dln.schatten_scale([1.0], 0.0, p=2.0, N=3, d=3, beta=1.0)
-    with pytest.raises(ValueError, match="t"):
+    with pytest.raises(ValueError, match=r"^t\b"):
         dln.schatten_scale([-1.0], 0.5, p=2.0, N=3, d=3, beta=1.0)
-    with pytest.raises(ValueError, match="sigma0"):
+    with pytest.raises(ValueError, match=r"^sigma0\b"):
         dln.singular_value_flow([1.0, -1.0], [0.0, 1.0], N=3, beta=1.0, p=2.0)
     with pytest.raises(ValueError, match="p.*energy"):
         dln.singular_value_flow(ok, [0.0, 1.0], N=3, beta=1.0)
-    with pytest.raises(ValueError, match="t_eval"):
+    with pytest.raises(ValueError, match=r"^t_eval\b"):
         dln.singular_value_flow(ok, [1.0, 0.5], N=3, beta=1.0, p=2.0)

@@ -1157,11 +1157,12 @@ def equilibrium_spectrum(sigma0, *, N, beta, p, interaction: str = "dln", tol: f
     """Minimise ``F_β(σ) = E_p(σ) − S(σ)/β`` over the chamber by damped Newton iterations.
 
     ``interaction="dln"`` uses the DLN entropy ``S_N`` (Theorem 1.2: the minimiser has all
-    ``σ_i = σ⋆``). ``interaction="ginibre"`` is the random-matrix contrast: the log-density of the
-    singular values of a real ``(d+1)×d`` Gaussian matrix, ``S_G = ½ Σ_{i<j} log|σ_i² − σ_j²| +
-    ½ Σ_i log σ_i``, a Coulomb gas whose minimiser spreads out. Both free energies are convex
-    (strictly for ``p > 1``), so Newton's method with backtracking (keeping ``σ > 0`` and, for the
-    Coulomb gas, the order of ``sigma0``) converges to the unique minimiser.
+    ``σ_i = σ⋆``). ``interaction="ginibre"`` is the random-matrix contrast: half the log-density of
+    the singular values of a real ``(d+1)×d`` Gaussian matrix (the same ½ as in ``S_N``),
+    ``S_G = ½ Σ_{i<j} log|σ_i² − σ_j²| + ½ Σ_i log σ_i``, a Coulomb gas whose minimiser spreads out.
+    Both free energies are convex (strictly for ``p > 1``), so Newton's method with backtracking
+    (keeping ``σ > 0`` and, for the Coulomb gas, the order of ``sigma0``) converges to the unique
+    minimiser.
 
     Returns
     -------
