@@ -110,3 +110,49 @@ def test_run_chunks_is_deterministic_and_independent_of_threads(monkeypatch):
     two = run_chunks(fn, 10, n_chunks=3, seed=4)
     assert np.array_equal(np.concatenate([a for a, _ in one]), np.arange(10))
     assert all(np.array_equal(x[1], y[1]) for x, y in zip(one, two))
+
+
+# ------------------------------------------------------------------ WishartBlockSampler
+from symbreak.engine import WishartBlockSampler  # noqa: E402
+
+
+@pytest.mark.parametrize("diagonal", [True, False])
+def test_block_sampler_moments_per_replica(diagonal):
+    """Each replica gets c_r Σ̂ with its own batch size: mean c_r Σ, covariance c_r² (Σ_ik Σ_jl + Σ_il Σ_jk)/B_r."""
+    d = 5
+    cov = np.diag(np.geomspace(3.0, 0.2, d)) if diagonal else _random_cov(d, seed=2)
+    factor = covariance_factor(np.diag(cov) if diagonal else cov)
+    batches, scales = np.array([8, 3, 40]), np.array([1.0, 2.0, 0.5])  # B = 3 < d: drawn from the points
+    sampler = WishartBlockSampler(factor, batches, scale=scales, max_steps=50)
+    rng = make_rng(7)
+    draws = np.concatenate([sampler.draw(rng, 50).copy() for _ in range(1600)])  # 80k steps
+    assert draws.shape == (80_000, 3, d, d)
+    pairs = [(0, 0), (0, 1), (1, 1), (2, 4), (3, 3)]
+    for r, (b, c) in enumerate(zip(batches, scales)):
+        x = draws[:, r] / c
+        assert np.allclose(x, x.transpose(0, 2, 1))
+        theory_cov = _theory_cov_of_entries(cov, b, pairs)
+        entries = np.stack([x[:, i, j] for i, j in pairs], axis=1)
+        se = np.sqrt(np.diag(theory_cov) / x.shape[0])
+        assert np.all(np.abs(entries.mean(0) - np.array([cov[i, j] for i, j in pairs])) < 4 * se)
+        emp = np.cov(entries, rowvar=False)
+        scale = np.sqrt(np.outer(np.diag(theory_cov), np.diag(theory_cov)))
+        assert np.max(np.abs(emp - theory_cov) / scale) < 0.05
+    assert np.all(np.linalg.matrix_rank(draws[:2000, 1]) <= 3)
+
+
+def test_block_sampler_keep_float32_and_reproducible():
+    f = np.sqrt(np.array([2.0, 1.0, 0.5, 0.25]))
+    a = WishartBlockSampler(f, np.array([16, 32]), scale=[0.1, 0.2], max_steps=8)
+    b = WishartBlockSampler(f, np.array([16, 32]), scale=[0.1, 0.2], max_steps=8)
+    assert np.array_equal(a.draw(make_rng(1), 8), b.draw(make_rng(1), 8))
+    a.keep(np.array([False, True]))
+    assert a.n_replicas == 1 and a.draw(make_rng(2), 3).shape == (3, 1, 4, 4)
+    c = WishartBlockSampler(f, np.array([16]), dtype=np.float32, max_steps=4)
+    assert c.draw(make_rng(0), 4).dtype == np.float32
+    with pytest.raises(ValueError, match="batch_sizes"):
+        WishartBlockSampler(f, np.array([0, 4]))
+    with pytest.raises(ValueError, match="scale"):
+        WishartBlockSampler(f, np.array([4, 4]), scale=[1.0, -1.0])
+    with pytest.raises(ValueError, match="n_steps"):
+        c.draw(make_rng(0), 5)

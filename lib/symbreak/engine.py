@@ -20,6 +20,10 @@ Contents
     Detection and clear reporting of SGD run past its stability edge.
 :func:`n_workers`, :func:`run_chunks`
     Deterministic chunked execution on a thread pool.
+:class:`WishartBlockSampler`
+    Blocks of exact minibatch covariances for a whole ensemble of replicas at once (each replica
+    with its own batch size and a multiplier such as its learning rate), into reused buffers,
+    in float64 or float32: the fast path of the batched SGD drivers.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ __all__ = [
     "check_divergence",
     "n_workers",
     "run_chunks",
+    "WishartBlockSampler",
 ]
 
 
@@ -219,3 +224,119 @@ def run_chunks(fn, n_items: int, *, n_chunks: int = 2, seed=None):
         return [fn(s, g) for s, g in zip(slices, rngs)]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return list(pool.map(fn, slices, rngs))
+
+
+class WishartBlockSampler:
+    """Exact minibatch covariances for an ensemble, drawn many steps at a time into reused buffers.
+
+    For every replica ``r`` (with batch size ``B_r`` and multiplier ``c_r``) and every step of a
+    block, :meth:`draw` returns ``c_r · Σ̂`` where ``Σ̂ = X Xᵀ / B_r`` is the empirical covariance of
+    ``B_r`` fresh i.i.d. ``N(0, Σ)`` points. Replicas with ``B_r ≥ d`` use the Bartlett
+    decomposition of :func:`wishart_covariance` (``d(d+1)/2`` random numbers per draw); the others
+    draw their points (:func:`sample_covariance`); both are the exact law. Drawing a whole block of
+    steps for the whole ensemble in a few large NumPy calls, into buffers allocated once, is what
+    makes it fast: the per-draw cost is the random numbers and one ``d×d`` product.
+
+    A multiplier is useful because an update that is linear in ``Σ̂`` (like the gradient of a linear
+    network's square loss) can absorb the learning rate into the draw.
+
+    Parameters
+    ----------
+    factor : array_like
+        ``L`` with ``L Lᵀ = Σ``: 1-D standard deviations (diagonal ``Σ``) or a lower-triangular
+        matrix (see :func:`covariance_factor`).
+    batch_sizes : array_like of int, shape (R,)
+        Batch size of each replica, ``≥ 1``.
+    scale : array_like, shape (R,), optional
+        Multiplier ``c_r > 0`` of each replica's draws (default 1).
+    dtype : numpy dtype
+        ``float64`` (default) or ``float32``.
+    max_steps : int
+        Largest block :meth:`draw` is asked for (sets the buffer size).
+    """
+
+    def __init__(self, factor, batch_sizes, *, scale=None, dtype=np.float64, max_steps: int = 64):
+        self.factor = check_array("factor", factor)
+        if self.factor.ndim not in (1, 2):
+            raise ValueError(f"factor must be 1-D or a square matrix, got shape {self.factor.shape}")
+        self.d = self.factor.shape[0]
+        self.dtype = np.dtype(dtype)
+        if self.dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
+            raise ValueError(f"dtype must be float64 or float32, got {self.dtype}")
+        self.max_steps = check_int("max_steps", max_steps, minimum=1)
+        b = np.asarray(batch_sizes)
+        if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer) or np.any(b < 1):
+            raise ValueError(f"batch_sizes must be a non-empty 1-D array of integers >= 1, got {batch_sizes!r}")
+        c = np.ones(b.size) if scale is None else check_array("scale", scale, ndim=1)
+        if c.shape != b.shape or np.any(c <= 0):
+            raise ValueError("scale must have one entry > 0 per replica")
+        self._set(b.astype(np.int64), c.astype(float))
+
+    @property
+    def n_replicas(self) -> int:
+        return self.batch_sizes.size
+
+    def _set(self, batch_sizes, scale):
+        d, dt = self.d, self.dtype
+        self.batch_sizes, self.scale = batch_sizes, scale
+        r = batch_sizes.size
+        n = self.max_steps * r
+        rows, cols = np.tril_indices(d, -1)
+        self._flat_lower = rows * d + cols
+        self._a = np.zeros((n, d, d), dtype=dt)
+        self._at = np.empty((n, d, d), dtype=dt)
+        self._s = np.empty((n, d, d), dtype=dt)
+        self._z = np.empty((n, rows.size), dtype=dt)
+        self._g = np.empty((n, d), dtype=dt)
+        # Bartlett: A_ii^2 ~ chi^2(B - i) = 2 Gamma((B - i) / 2); rows of the block are (step, replica)
+        shape = np.maximum(batch_sizes[:, None] - np.arange(d)[None, :], 1) / 2.0
+        self._shape = np.tile(shape, (self.max_steps, 1)).astype(dt)
+        self._small = np.flatnonzero(batch_sizes < d)
+        root = np.sqrt(scale / batch_sizes)
+        if self.factor.ndim == 1:
+            # fold sqrt(c_r / B_r) L into A: F = sqrt(c_r/B_r) L A, and c_r Σ̂ = F Fᵀ
+            self._mz = (root[:, None] * self.factor[rows][None, :]).astype(dt)
+            self._mg = (root[:, None] * np.sqrt(2.0) * self.factor[None, :]).astype(dt)
+        else:
+            self._mz = np.broadcast_to(root[:, None], (r, rows.size)).astype(dt)
+            self._mg = np.broadcast_to(root[:, None] * np.sqrt(2.0), (r, d)).astype(dt)
+            self._lf = self.factor.astype(dt)
+
+    def keep(self, mask) -> None:
+        """Keep only the replicas where ``mask`` is true (for ensembles whose replicas finish early)."""
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != self.batch_sizes.shape or not mask.any():
+            raise ValueError("mask must be a boolean array with one entry per replica, not all false")
+        self._set(self.batch_sizes[mask], self.scale[mask])
+
+    def draw(self, rng: np.random.Generator, n_steps: int) -> np.ndarray:
+        """Draw ``n_steps`` steps for every replica.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_steps, R, d, d)
+            ``c_r Σ̂`` for step ``t`` and replica ``r``. A view of an internal buffer, overwritten
+            by the next call.
+        """
+        n_steps = check_int("n_steps", n_steps, minimum=1, maximum=self.max_steps)
+        r, d = self.n_replicas, self.d
+        n = n_steps * r
+        a2 = self._a.reshape(-1, d * d)[:n]
+        z, g = self._z[:n], self._g[:n]
+        rng.standard_normal(out=z, dtype=self.dtype)
+        z.reshape(n_steps, r, -1)[...] *= self._mz
+        a2[:, self._flat_lower] = z
+        rng.standard_gamma(self._shape[:n], out=g, dtype=self.dtype)
+        np.sqrt(g, out=g)
+        g.reshape(n_steps, r, d)[...] *= self._mg
+        a2[:, :: d + 1] = g
+        a, at, s = self._a[:n], self._at[:n], self._s[:n]
+        np.copyto(at, a.transpose(0, 2, 1))  # a contiguous Aᵀ: a plain product is faster than syrk here
+        np.matmul(a, at, out=s)
+        s4 = s.reshape(n_steps, r, d, d)
+        if self.factor.ndim == 2:
+            s4[...] = self._lf @ s4 @ self._lf.T
+        for j in self._small:
+            m = sample_covariance(rng, self.factor, int(self.batch_sizes[j]), n_steps, dtype=self.dtype)
+            s4[:, j] = m * float(self.scale[j])
+        return s4
