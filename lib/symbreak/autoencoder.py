@@ -1,0 +1,1401 @@
+"""Scale drift in undercomplete linear autoencoders.
+
+The mathematics and the simulations of the chapter on F. Pashakhanloo and J. A. Zavatone-Veth,
+*Broken scale symmetries in undercomplete linear autoencoders* (arXiv:2610.03640). Equation
+numbers (A.15, B.94, C.52, D.21, E.13, ...) refer to that paper.
+
+A linear autoencoder ``f(x) = W U x`` with encoder ``U`` (``k×d``) and decoder ``W`` (``d×k``),
+``k < d``, trained on zero-mean data with covariance ``Σ = diag(λ_1 ≥ … ≥ λ_d)``, has the
+``GL(k)`` symmetry ``(W, U) ↦ (W A, A⁻¹ U)`` and the Noether charge ``Q = WᵀW − UUᵀ`` (Eq. 2).
+On the PCA manifold ``(W, U) = (Pᵀ S^{1/2}, S^{-1/2} P)`` SGD makes ``Q`` grow in the positive
+semi-definite cone (A.26); on the slow time ``τ = t η²/B`` the scales follow the Lambert-W law
+(Eq. 6 / C.52) until the edge of stability stops them at a common ceiling (C.81).
+
+Contents
+--------
+Spectra and rates
+    :func:`geometric_spectrum`, :func:`growth_rates`, :func:`charge_drift_matrix`.
+Effective dynamics (App. C)
+    :func:`lambert_scale`, :func:`sqrt_scale`, :func:`lambert_time`, :func:`scale_flow`.
+Finite-step corrections (the book's extension, not in the paper)
+    :func:`drift_correction`, :func:`corrected_scale`, :func:`off_manifold_fluctuations`,
+    :func:`expected_charge_increment`.
+Hessian (App. B) and the edge of stability (App. C.5)
+    :func:`pca_point`, :func:`pca_hessian_eigenvalues`, :func:`hessian_lambda_max`,
+    :func:`hessian_trace`, :func:`trace_minimizing_scale`, :func:`overcomplete_point`,
+    :func:`overcomplete_hessian_eigenvalues`, :func:`autograd_hessian`, :func:`eos_ceiling`,
+    :func:`fit_kappa`, :func:`saturation_scale`.
+Batch sharpness (App. D)
+    :func:`modified_batch_sharpness`, :func:`batch_sharpness_monte_carlo`.
+Charges, gradients and flows (App. A, E)
+    :func:`noether_charge`, :func:`minibatch_gradients`, :func:`sgd_step`,
+    :func:`charge_increment`, :func:`charge_increments_along_sgd`, :func:`gradient_flow`,
+    :func:`population_loss`, :func:`sample_gradients`, :func:`neuron_balance_autograd`,
+    :func:`residual_split`.
+Simulation
+    :func:`simulate_sgd`, :func:`simulate_sgd_grid`, :class:`SGDResult`. Linear networks use
+    exact Wishart minibatch covariances (:class:`symbreak.engine.WishartBlockSampler`) with the
+    learning rate folded into the draw; seeds and ``(η, B)`` grids run as one batched ensemble on
+    two threads; divergence raises :class:`symbreak.engine.DivergenceError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import wrightomega
+
+from .engine import WishartBlockSampler, check_divergence, record_steps, run_chunks
+from .rng import make_rng
+from .validation import (
+    check_array,
+    check_choice,
+    check_int,
+    check_positive,
+    check_positive_array,
+    check_symmetric_positive_definite,
+)
+
+__all__ = [
+    "geometric_spectrum",
+    "growth_rates",
+    "charge_drift_matrix",
+    "lambert_scale",
+    "sqrt_scale",
+    "lambert_time",
+    "scale_flow",
+    "drift_correction",
+    "corrected_scale",
+    "off_manifold_fluctuations",
+    "pca_point",
+    "pca_hessian_eigenvalues",
+    "hessian_lambda_max",
+    "hessian_trace",
+    "trace_minimizing_scale",
+    "overcomplete_point",
+    "overcomplete_hessian_eigenvalues",
+    "autograd_hessian",
+    "eos_ceiling",
+    "fit_kappa",
+    "modified_batch_sharpness",
+    "batch_sharpness_monte_carlo",
+    "noether_charge",
+    "minibatch_gradients",
+    "sgd_step",
+    "charge_increment",
+    "expected_charge_increment",
+    "charge_increments_along_sgd",
+    "saturation_scale",
+    "gradient_flow",
+    "population_loss",
+    "sample_gradients",
+    "neuron_balance_autograd",
+    "residual_split",
+    "SGDResult",
+    "simulate_sgd",
+    "simulate_sgd_grid",
+    "DIVERGENCE_LIMIT",
+]
+
+#: A replica whose largest weight exceeds this (or is not finite) has diverged.
+DIVERGENCE_LIMIT = 1e6
+
+
+# --------------------------------------------------------------------------------------------
+# validation helpers
+# --------------------------------------------------------------------------------------------
+def _spectrum(lambdas) -> np.ndarray:
+    """A 1-D array of positive eigenvalues of Σ sorted in non-increasing order."""
+    lam = check_positive_array("lambdas", lambdas, ndim=1)
+    if np.any(np.diff(lam) > 0):
+        raise ValueError("lambdas must be sorted in non-increasing order (λ_1 ≥ λ_2 ≥ … ≥ λ_d)")
+    return lam
+
+
+def _undercomplete_k(k, d: int) -> int:
+    """``k`` in ``[1, d − 1]``: the formulas of the paper are for undercomplete autoencoders."""
+    if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and not 1 <= int(k) <= d - 1:
+        raise ValueError(
+            f"k must be an integer in [1, {d - 1}] (undercomplete, k < d = {d}) for this formula, got {k}"
+        )
+    return check_int("k", k, minimum=1, maximum=d - 1)
+
+
+def _scales(s, k: int) -> np.ndarray:
+    s = check_positive_array("s", np.atleast_1d(np.asarray(s, dtype=float)), ndim=1)
+    if s.size == 1 and k > 1:
+        s = np.full(k, s[0])
+    if s.size != k:
+        raise ValueError(f"s must have k = {k} entries (or be a scalar), got {s.size}")
+    return s
+
+
+def _dtype(dtype) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError(f"dtype must be numpy.float64 or numpy.float32, got {dt}")
+    return dt
+
+
+# --------------------------------------------------------------------------------------------
+# spectra and rates
+# --------------------------------------------------------------------------------------------
+def geometric_spectrum(d: int, first: float = 12.0, last: float = 0.18) -> np.ndarray:
+    """Geometrically spaced covariance eigenvalues of App. F.
+
+    ``λ_i = first · (last/first)^((i−1)/(d−1))``, ``i = 1 … d``; ``first = 12``, ``last = 0.18`` in
+    every experiment of the paper.
+
+    Raises
+    ------
+    ValueError
+        If ``d < 2``, a value is not positive, or ``last > first`` (the spectrum must be sorted).
+    """
+    d = check_int("d", d, minimum=2)
+    first = check_positive("first", first)
+    last = check_positive("last", last)
+    if last > first:
+        raise ValueError(f"last must not exceed first (a non-increasing spectrum), got first={first}, last={last}")
+    return first * (last / first) ** (np.arange(d) / (d - 1))
+
+
+def growth_rates(lambdas, k: int) -> np.ndarray:
+    """Growth rates ``c_a = λ_a Σ_{j>k} λ_j``, ``a = 1 … k`` (C.54, Gaussian data).
+
+    They are the diagonal of ``C = E[‖x_⊥‖² x_∥ x_∥ᵀ]`` in the eigenbasis of ``Σ``: for Gaussian data
+    ``x_∥`` and ``x_⊥`` are independent, so ``C = (Σ_{j>k} λ_j) Λ_+``.
+    """
+    lam = _spectrum(lambdas)
+    k = _undercomplete_k(k, lam.size)
+    return lam[:k] * lam[k:].sum()
+
+
+def charge_drift_matrix(lambdas, k: int) -> np.ndarray:
+    """The matrix ``C = E[‖x_⊥‖² x_∥ x_∥ᵀ]`` of Eq. 5 for Gaussian data, ``diag(c_1, …, c_k)``."""
+    return np.diag(growth_rates(lambdas, k))
+
+
+# --------------------------------------------------------------------------------------------
+# effective dynamics (App. C)
+# --------------------------------------------------------------------------------------------
+def _broadcast_positive(name, value, *, allow_zero=False):
+    arr = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must contain only finite numbers")
+    if allow_zero and np.any(arr < 0):
+        raise ValueError(f"{name} must lie in [0, inf), got min {arr.min()!r}")
+    if not allow_zero and np.any(arr <= 0):
+        raise ValueError(f"{name} must lie in (0, inf), got min {arr.min()!r}")
+    return arr
+
+
+def lambert_scale(s0, c, tau):
+    """Scale ``s(τ)`` under the effective flow: ``s = sqrt(W[s0² exp(s0² + 2cτ)])`` (Eq. 6 / C.52).
+
+    ``W`` is the principal branch of the Lambert W function. The argument overflows for moderate
+    ``cτ``, so the formula is evaluated in log space: ``W(e^z)`` with
+    ``z = 2 log s0 + s0² + 2cτ`` is the Wright omega function ``ω(z)``, the solution of
+    ``ω + log ω = z``; ``scipy.special.wrightomega`` is polished by one Newton step on that
+    equation. Relative error below ``1e-12`` and finite for every ``τ`` in ``[0, 1e12]``.
+
+    Parameters
+    ----------
+    s0 : array_like
+        Initial scale ``s(0) > 0``.
+    c : array_like
+        Growth rate ``c ≥ 0`` (e.g. :func:`growth_rates`).
+    tau : array_like
+        Slow time ``τ = t η²/B ≥ 0``.
+
+    Returns
+    -------
+    numpy.ndarray or float
+        ``s(τ)``, broadcast over the three arguments. It solves the implicit equation (C.49)
+        ``s²/2 + log s = s0²/2 + log s0 + cτ``.
+    """
+    s0 = _broadcast_positive("s0", s0)
+    c = _broadcast_positive("c", c, allow_zero=True)
+    tau = _broadcast_positive("tau", tau, allow_zero=True)
+    z = np.asarray(2.0 * np.log(s0) + s0 * s0 + 2.0 * c * tau, dtype=float)
+    s = np.empty_like(z)
+    tiny = z < -500.0  # W(x) = x (1 − x + …) with x = e^z < 1e-217: s = e^{z/2} to full precision
+    s[tiny] = np.exp(0.5 * z[tiny])
+    zz = z[~tiny]
+    w = np.asarray(wrightomega(zz), dtype=float)
+    w = w - (w + np.log(w) - zz) * w / (w + 1.0)  # Newton on w + log w = z
+    s[~tiny] = np.sqrt(w)
+    return float(s) if s.ndim == 0 else s
+
+
+def sqrt_scale(s0, c, tau):
+    """The alternative effective model of App. C.4: ``s(τ) = sqrt(s0² + 2cτ)`` (C.74).
+
+    It comes from the dynamics of ``WᵀW`` alone (C.71) and agrees with :func:`lambert_scale` only
+    at long times, ``s ~ sqrt(2cτ)`` (C.53).
+    """
+    s0 = _broadcast_positive("s0", s0)
+    c = _broadcast_positive("c", c, allow_zero=True)
+    tau = _broadcast_positive("tau", tau, allow_zero=True)
+    s = np.sqrt(s0 * s0 + 2.0 * c * tau)
+    return float(s) if s.ndim == 0 else s
+
+
+def lambert_time(s, s0, c):
+    """Slow time at which the Lambert-W flow started at ``s0`` reaches the scale ``s`` (from C.49).
+
+    ``τ = (s² − s0² + 2 log(s/s0)) / (2c)``.
+    """
+    s = _broadcast_positive("s", s)
+    s0 = _broadcast_positive("s0", s0)
+    c = _broadcast_positive("c", c)
+    tau = (s * s - s0 * s0 + 2.0 * np.log(s / s0)) / (2.0 * c)
+    return float(tau) if np.ndim(tau) == 0 else tau
+
+
+def drift_correction(lambdas, k: int, s, eta: float) -> np.ndarray:
+    """Relative finite-``η`` excess ``ε_a`` of the mean charge drift on the PCA manifold.
+
+    *Not in the paper: the book's first-order extension of the effective model (C.32–C.37).* SGD
+    does not sit exactly on the manifold: the minibatch noise ``−X_⊥X_∥ᵀA^{-T}/B`` kicks the
+    out-of-subspace coordinates ``(δW_⊥, δU_⊥)``, which relax with the Hessian blocks
+    ``H_aj = [[λ_a/s_a, −λ_j], [−λ_j, λ_j s_a]]`` (B.91). For ``S = diag(s)`` each pair
+    ``(a, j)``, ``a ≤ k < j``, is an independent linear process
+    ``ξ ← (I − ηH_aj) ξ + η n``, ``n = (n_1, 0)``, ``Var n_1 = λ_aλ_j/(B s_a)``, whose stationary
+    covariance ``Ξ_aj = (I − ηH)Ξ(I − ηH)ᵀ + η² Var n`` is of order ``η/B``. The population gradient
+    ``H_aj ξ`` then adds ``η² Σ_j [(HΞH)_11 − (HΞH)_22]`` to ``E[ΔQ_aa]`` (the ``(1 + 1/B)`` terms
+    of :func:`expected_charge_increment`), against the leading ``η² c_a/(B s_a)``; the ratio
+    ``ε_a`` is independent of ``B`` and of order ``η λ``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (k,)
+        ``ε_a``, so that ``d(s_a − 1/s_a)/dτ = (c_a/s_a)(1 + ε_a)``.
+    """
+    lam = _spectrum(lambdas)
+    k = _undercomplete_k(k, lam.size)
+    s = _scales(s, k)
+    eta = check_positive("eta", eta)
+    H, xi = _perp_lyapunov(lam, k, s, eta)
+    hxh = H @ xi @ H
+    excess = eta**2 * np.sum(hxh[..., 0, 0] - hxh[..., 1, 1], axis=1)
+    lead = eta**2 * growth_rates(lam, k) / s
+    return excess / lead
+
+
+def _perp_lyapunov(lam, k, s, eta):
+    """Out-of-subspace Hessian blocks ``H_aj`` and stationary covariances ``Ξ_aj`` for ``B = 1``."""
+    lp, lm = lam[:k][:, None], lam[k:][None, :]
+    sa = s[:, None]
+    H = np.empty((k, lm.size, 2, 2))
+    H[..., 0, 0] = lp / sa
+    H[..., 0, 1] = H[..., 1, 0] = -lm
+    H[..., 1, 1] = lm * sa
+    A = np.eye(2) - eta * H
+    if np.max(np.abs(np.linalg.eigvals(A))) >= 1:
+        raise ValueError("eta is past the stability edge of the out-of-subspace modes (eta * mu >= 2)")
+    kron = np.einsum("...ij,...kl->...ikjl", A, A).reshape(k, lm.size, 4, 4)
+    rhs = np.zeros((k, lm.size, 4))
+    rhs[..., 0] = eta**2 * (lp * lm / sa)
+    xi = np.linalg.solve(np.eye(4) - kron, rhs[..., None])[..., 0].reshape(k, lm.size, 2, 2)
+    return H, xi
+
+
+def off_manifold_fluctuations(lambdas, k: int, s, eta: float, batch_size: int):
+    """Stationary ``E‖W_⊥‖_F²`` and ``E‖U_⊥‖_F²`` of SGD around the PCA point ``S = diag(s)``.
+
+    The linearised out-of-subspace dynamics of :func:`drift_correction` (the book's extension):
+    both are of order ``η/B`` (C.18), so the iterate stays within ``O(sqrt(η/B))`` of the manifold.
+    """
+    lam = _spectrum(lambdas)
+    k = _undercomplete_k(k, lam.size)
+    s = _scales(s, k)
+    eta = check_positive("eta", eta)
+    b = check_int("batch_size", batch_size, minimum=1)
+    _, xi = _perp_lyapunov(lam, k, s, eta)
+    return float(xi[..., 0, 0].sum() / b), float(xi[..., 1, 1].sum() / b)
+
+
+def corrected_scale(lambdas, k: int, eta: float, taus, s0=1.0, *, rtol: float = 1e-9) -> np.ndarray:
+    """Scales under the effective flow with the finite-``η`` correction of :func:`drift_correction`.
+
+    *The book's extension, not in the paper.* Integrates
+    ``ds_a/dτ = (c_a/s_a)(1 + ε_a(s_a; η)) / (1 + 1/s_a²)`` (commuting case, Gaussian data);
+    ``η → 0`` gives back :func:`lambert_scale`.
+
+    Returns
+    -------
+    numpy.ndarray, shape (len(taus), k)
+    """
+    from scipy.integrate import solve_ivp
+
+    lam = _spectrum(lambdas)
+    k = _undercomplete_k(k, lam.size)
+    eta = check_positive("eta", eta)
+    c = growth_rates(lam, k)
+    s0 = _scales(s0, k)
+    taus = check_array("taus", taus, ndim=1)
+    if taus.size == 0 or np.any(taus < 0) or np.any(np.diff(taus) < 0):
+        raise ValueError("taus must be a non-empty, non-decreasing array of slow times >= 0")
+
+    def rhs(_t, s):
+        return c / s * (1.0 + drift_correction(lam, k, s, eta)) / (1.0 + 1.0 / s**2)
+
+    sol = solve_ivp(rhs, (0.0, float(taus[-1])), s0, t_eval=taus, method="DOP853", rtol=rtol, atol=1e-12)
+    if not sol.success:  # pragma: no cover
+        raise RuntimeError(f"corrected_scale: integration failed: {sol.message}")
+    return sol.y.T
+
+
+def _scale_from_charge(q: np.ndarray) -> np.ndarray:
+    """``S`` with ``S − S⁻¹ = Q`` (``S ≻ 0``): eigenvalues ``(q + sqrt(q² + 4))/2``."""
+    e, v = np.linalg.eigh(q)
+    s = np.where(e >= 0, 0.5 * (e + np.sqrt(e * e + 4.0)), 2.0 / (np.sqrt(e * e + 4.0) - e))
+    return (v * s) @ v.T
+
+
+def scale_flow(S0, C, taus, *, rtol: float = 1e-10, atol: float = 1e-12) -> np.ndarray:
+    """Integrate the matrix effective dynamics (C.37) ``d/dτ (S − S⁻¹) = S^{-1/2} C S^{-1/2}``.
+
+    Works for any symmetric positive-definite ``S(0)`` and ``C``, commuting or not. The charge
+    ``Q = S − S⁻¹`` is integrated (its right-hand side needs no inversion of the map
+    ``L_S(X) = X + S⁻¹ X S⁻¹`` of C.40), and ``S`` is recovered as ``(Q + (Q² + 4I)^{1/2})/2``.
+
+    Parameters
+    ----------
+    S0 : array_like, shape (k, k)
+        Initial scale matrix, symmetric positive definite.
+    C : array_like, shape (k, k)
+        Drift matrix ``E[‖x_⊥‖² x_∥ x_∥ᵀ]``, symmetric positive semi-definite.
+    taus : array_like, shape (n,)
+        Non-decreasing slow times ``≥ 0`` at which to return ``S``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, k, k)
+    """
+    from scipy.integrate import solve_ivp
+
+    S0 = check_symmetric_positive_definite("S0", S0)
+    k = S0.shape[0]
+    C = check_array("C", C, shape=(k, k))
+    if np.abs(C - C.T).max() > 1e-10 * max(np.abs(C).max(), 1e-300):
+        raise ValueError("C must be symmetric")
+    C = 0.5 * (C + C.T)
+    if np.linalg.eigvalsh(C).min() < -1e-12 * max(np.abs(C).max(), 1e-300):
+        raise ValueError("C must be positive semi-definite")
+    taus = check_array("taus", taus, ndim=1)
+    if taus.size == 0 or np.any(taus < 0) or np.any(np.diff(taus) < 0):
+        raise ValueError("taus must be a non-empty, non-decreasing array of slow times >= 0")
+
+    def rhs(_t, qflat):
+        q = qflat.reshape(k, k)
+        q = 0.5 * (q + q.T)
+        e, v = np.linalg.eigh(_scale_from_charge(q))
+        isq = (v / np.sqrt(e)) @ v.T
+        return (isq @ C @ isq).ravel()
+
+    q0 = S0 - np.linalg.inv(S0)
+    sol = solve_ivp(rhs, (0.0, float(taus[-1])), q0.ravel(), t_eval=taus, method="DOP853", rtol=rtol, atol=atol)
+    if not sol.success:  # pragma: no cover - the flow is smooth and globally defined
+        raise RuntimeError(f"scale_flow: integration failed: {sol.message}")
+    return np.stack([_scale_from_charge(0.5 * (q.reshape(k, k) + q.reshape(k, k).T)) for q in sol.y.T])
+
+
+# --------------------------------------------------------------------------------------------
+# Hessian (App. B) and edge of stability (App. C.5)
+# --------------------------------------------------------------------------------------------
+def pca_point(S, d: int):
+    """The PCA solution ``W = Pᵀ S^{1/2}``, ``U = S^{-1/2} P`` with ``P = [I_k, 0]`` (A.18, B.85).
+
+    Parameters
+    ----------
+    S : array_like
+        A vector ``s`` of ``k`` positive scales (``S = diag(s)``) or a symmetric positive-definite
+        ``k×k`` matrix.
+    d : int
+        Input dimension, ``> k``.
+
+    Returns
+    -------
+    W : numpy.ndarray, shape (d, k)
+    U : numpy.ndarray, shape (k, d)
+        with ``WᵀW = S`` and ``UUᵀ = S⁻¹``.
+    """
+    arr = np.asarray(S, dtype=float)
+    if arr.ndim <= 1:
+        s = check_positive_array("S", np.atleast_1d(arr), ndim=1)
+        half, ihalf = np.diag(np.sqrt(s)), np.diag(1.0 / np.sqrt(s))
+    else:
+        mat = check_symmetric_positive_definite("S", arr)
+        e, v = np.linalg.eigh(mat)
+        half, ihalf = (v * np.sqrt(e)) @ v.T, (v / np.sqrt(e)) @ v.T
+    k = half.shape[0]
+    d = check_int("d", d, minimum=2)
+    _undercomplete_k(k, d)
+    W = np.zeros((d, k))
+    U = np.zeros((k, d))
+    W[:k] = half
+    U[:, :k] = ihalf
+    return W, U
+
+
+def pca_hessian_eigenvalues(lambdas, k: int, s) -> np.ndarray:
+    """All ``2kd`` eigenvalues of the population-loss Hessian on the PCA manifold (App. B.2).
+
+    At ``W = Pᵀ S^{1/2}``, ``U = S^{-1/2} P``, ``S = diag(s)``, ``Σ = diag(λ)``, the Hessian splits
+    into three sectors (B.76–B.77, B.87, B.92):
+
+    * ``k²`` zero modes, the ``GL(k)`` symmetry directions (B.74);
+    * ``k²`` within-subspace eigenvalues ``μ^∥_ab = λ_a (s_b + 1/s_a)``, ``a, b = 1 … k``;
+    * for every ``a ≤ k < j`` the two eigenvalues of ``[[λ_a/s_a, −λ_j], [−λ_j, λ_j s_a]]``,
+      ``μ_aj,± = ½[t ± sqrt((λ_a/s_a − λ_j s_a)² + 4λ_j²)]`` with ``t = λ_a/s_a + λ_j s_a``.
+
+    The Hessian is that of ``L = ½ tr[(WU − I)Σ(WU − I)ᵀ]`` with respect to ``(W, U)``, i.e. the
+    quadratic form (B.44).
+
+    Returns
+    -------
+    numpy.ndarray, shape (2kd,)
+        Sorted ascending.
+    """
+    lam = _spectrum(lambdas)
+    d = lam.size
+    k = _undercomplete_k(k, d)
+    s = _scales(s, k)
+    lp, lm = lam[:k], lam[k:]
+    mu_par = lp[:, None] * (s[None, :] + 1.0 / s[:, None])
+    a_ = (lp / s)[:, None]
+    b_ = lm[None, :] * s[:, None]
+    tr = a_ + b_
+    disc = np.sqrt((a_ - b_) ** 2 + 4.0 * lm[None, :] ** 2)
+    mu_plus = 0.5 * (tr + disc)
+    det = lm[None, :] * (lp[:, None] - lm[None, :])
+    mu_minus = det / mu_plus  # stable form of ½(t − disc)
+    return np.sort(np.concatenate([np.zeros(k * k), mu_par.ravel(), mu_plus.ravel(), mu_minus.ravel()]))
+
+
+def hessian_lambda_max(lambdas, k: int, s):
+    """Largest Hessian eigenvalue on the PCA manifold, ``max_a λ_a (max_b s_b + 1/s_a)`` (B.94).
+
+    With ``s_1 ≥ … ≥ s_k ≥ 1`` it lies between ``λ_1(s_1 + 1/s_1)`` and ``λ_1(s_1 + 1)`` (B.95).
+    ``s`` may carry leading batch axes (``(..., k)``).
+    """
+    lam = _spectrum(lambdas)
+    k = _undercomplete_k(k, lam.size)
+    s = np.asarray(s, dtype=float)
+    if s.shape[-1:] != (k,) or not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError(f"s must have a last axis of length k = {k} with entries in (0, inf)")
+    return np.max(lam[:k] * (s.max(axis=-1, keepdims=True) + 1.0 / s), axis=-1)
+
+
+def hessian_trace(lambdas, k: int, s):
+    """Trace of the Hessian on the PCA manifold, ``d Σ_a λ_a/s_a + tr(Σ) Σ_a s_a`` (B.84)."""
+    lam = _spectrum(lambdas)
+    d = lam.size
+    k = _undercomplete_k(k, d)
+    s = np.asarray(s, dtype=float)
+    if s.ndim == 0:
+        s = np.full(k, float(s)) if s > 0 else _scales(s, k)
+    if s.shape[-1:] != (k,) or not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError(f"s must have a last axis of length k = {k} with entries in (0, inf)")
+    return d * np.sum(lam[:k] / s, axis=-1) + lam.sum() * np.sum(s, axis=-1)
+
+
+def trace_minimizing_scale(lambdas, k: int) -> float:
+    """Global scale ``s⋆`` minimising ``tr H`` over ``S = s I_k`` (Sec. 4; B.40 for ``k = 1``).
+
+    ``s⋆² = (Σ_{j≤k} λ_j / k) / (Σ_j λ_j / d) ≥ 1``: the flattest point in the sense of the trace is
+    decoder-heavy.
+    """
+    lam = _spectrum(lambdas)
+    k = _undercomplete_k(k, lam.size)
+    return float(np.sqrt(lam[:k].mean() / lam.mean()))
+
+
+def overcomplete_point(d: int, k: int, s: float):
+    """Overcomplete (``k > d``) exact-reconstruction point ``W = sqrt(s) Pᵀ``, ``U = P/sqrt(s)``, ``P = [I_d; 0]``."""
+    d = check_int("d", d, minimum=1)
+    k = check_int("k", k, minimum=d + 1)
+    s = check_positive("s", s)
+    P = np.zeros((k, d))
+    P[:d, :d] = np.eye(d)
+    return np.sqrt(s) * P.T, P / np.sqrt(s)
+
+
+def overcomplete_hessian_eigenvalues(lambdas, k: int, s: float) -> np.ndarray:
+    """Hessian eigenvalues at the overcomplete point of global scale ``s`` (B.104–B.113).
+
+    ``JJᵀ = (s + 1/s)(Σ ⊗ I_d)``: the non-zero eigenvalues are ``(s + 1/s) λ_i``, each ``d`` times,
+    and there are ``2kd − d²`` zeros. All are invariant under ``s ↦ 1/s``.
+    """
+    lam = _spectrum(lambdas)
+    d = lam.size
+    k = check_int("k", k, minimum=d + 1)
+    s = check_positive("s", s)
+    nonzero = np.repeat((s + 1.0 / s) * lam, d)
+    return np.sort(np.concatenate([np.zeros(2 * k * d - d * d), nonzero]))
+
+
+def autograd_hessian(lambdas, W, U) -> np.ndarray:
+    """The population-loss Hessian at ``(W, U)`` by automatic differentiation (``torch.func``).
+
+    ``L(W, U) = ½ tr[(WU − I) Σ (WU − I)ᵀ]`` with ``Σ = diag(λ)``; parameters ordered as
+    ``(vec_row(W), vec_row(U))``. An independent check of the closed forms of App. B.
+
+    Returns
+    -------
+    numpy.ndarray, shape (2kd, 2kd)
+        Symmetric, float64.
+    """
+    import torch
+    from torch.func import jacrev
+
+    lam = _spectrum(lambdas)
+    d = lam.size
+    W = check_array("W", W, ndim=2)
+    if W.shape[0] != d:
+        raise ValueError(f"W must have d = {d} rows, got shape {W.shape}")
+    k = W.shape[1]
+    U = check_array("U", U, shape=(k, d))
+    sig = torch.tensor(lam, dtype=torch.float64)
+    eye = torch.eye(d, dtype=torch.float64)
+
+    def loss(theta):
+        w = theta[: d * k].reshape(d, k)
+        u = theta[d * k:].reshape(k, d)
+        m = w @ u - eye
+        return 0.5 * torch.sum(m * m * sig[None, :])
+
+    theta = torch.tensor(np.concatenate([W.ravel(), U.ravel()]), dtype=torch.float64)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: intra-op threads only add synchronisation
+    try:
+        h = jacrev(jacrev(loss))(theta).numpy()  # reverse-over-reverse: the Hessian of a scalar
+    finally:
+        torch.set_num_threads(threads)
+    return 0.5 * (h + h.T)
+
+
+def eos_ceiling(eta, lambda1: float, kappa: float = 2.0):
+    """Common saturation scale at the edge of stability (C.81).
+
+    With the threshold ``η μ = κ`` on the dangerous modes ``μ^∥_1a = λ_1(1/s_1 + s_a)``, all scales
+    saturate at ``s* = (κ̃ + sqrt(κ̃² − 4))/2``, ``κ̃ = κ/(η λ_1)``, the larger root of
+    ``s + 1/s = κ̃``.
+
+    Raises
+    ------
+    ValueError
+        If ``κ̃ < 2`` (no positive scale is stable: ``λ_1(s + 1/s) ≥ 2λ_1``), or if ``eta``,
+        ``lambda1`` or ``kappa`` is not positive.
+    """
+    eta = _broadcast_positive("eta", eta)
+    lambda1 = check_positive("lambda1", lambda1)
+    kappa = check_positive("kappa", kappa)
+    kt = kappa / (eta * lambda1)
+    if np.any(kt < 2.0):
+        raise ValueError(
+            f"kappa_tilde = kappa/(eta*lambda1) must be >= 2 for a ceiling to exist, got "
+            f"{np.min(kt):.4g} (eta too large: eta must be <= kappa/(2*lambda1) = {kappa / (2 * lambda1):.4g})"
+        )
+    s = 0.5 * (kt + np.sqrt(kt * kt - 4.0))
+    return float(s) if np.ndim(s) == 0 else s
+
+
+def fit_kappa(etas, saturation, lambda1: float):
+    """Fit the stability threshold ``κ`` to measured saturation scales (Fig. 1F, C.81).
+
+    At the ceiling ``s* + 1/s* = κ/(η λ_1)``, so ``y = s* + 1/s*`` is proportional to
+    ``x = 1/(η λ_1)`` with slope ``κ``. Least squares through the origin gives ``κ``; its standard
+    error comes from the scatter of the points around the line (``n − 1`` degrees of freedom).
+
+    Parameters
+    ----------
+    etas : array_like, shape (n,)
+        Learning rates.
+    saturation : array_like, shape (n,)
+        Measured saturation scales (one per learning rate, e.g. averaged over seeds).
+    lambda1 : float
+        Largest eigenvalue of ``Σ``.
+
+    Returns
+    -------
+    kappa, kappa_se : float
+    """
+    etas = check_positive_array("etas", etas)
+    sat = check_positive_array("saturation", saturation)
+    if sat.shape != etas.shape or etas.size < 2:
+        raise ValueError("etas and saturation must have the same length, at least 2")
+    lambda1 = check_positive("lambda1", lambda1)
+    x = 1.0 / (etas * lambda1)
+    y = sat + 1.0 / sat
+    kappa = float(np.sum(x * y) / np.sum(x * x))
+    resid = y - kappa * x
+    se = float(np.sqrt(np.sum(resid**2) / (x.size - 1) / np.sum(x * x)))
+    return kappa, se
+
+
+# --------------------------------------------------------------------------------------------
+# batch sharpness (App. D)
+# --------------------------------------------------------------------------------------------
+def modified_batch_sharpness(lambdas, k: int, s, batch_size: int):
+    """Modified batch sharpness on the PCA manifold for Gaussian data (D.21).
+
+    ``MBS = E[∇L̂ᵀ Ĥ ∇L̂] / E[‖∇L̂‖²] = (1/B)(a_1 + (B + 1) a_2/a_1)`` with ``a_1 = Σ_a λ_a/s_a`` and
+    ``a_2 = Σ_a λ_a²/s_a²`` (D.20). (The paper's D.19 drops a factor ``B``: Isserlis' theorem gives
+    ``E tr K_B² = B a_1² + B(B + 1) a_2``, which is what D.21 uses.) ``s`` may carry leading batch
+    axes.
+    """
+    lam = _spectrum(lambdas)
+    k = _undercomplete_k(k, lam.size)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    s = np.asarray(s, dtype=float)
+    if s.ndim == 0:
+        s = _scales(s, k)
+    if s.shape[-1:] != (k,) or not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError(f"s must have a last axis of length k = {k} with entries in (0, inf)")
+    a1 = np.sum(lam[:k] / s, axis=-1)
+    a2 = np.sum((lam[:k] / s) ** 2, axis=-1)
+    out = (a1 + (batch_size + 1) * a2 / a1) / batch_size
+    return float(out) if np.ndim(out) == 0 else out
+
+
+@dataclass
+class BatchSharpness:
+    """Monte Carlo batch sharpness at one point of the PCA manifold (App. D)."""
+
+    bs: float  #: batch sharpness E[gᵀĤg / ‖g‖²] (D.1)
+    bs_se: float  #: its standard error
+    mbs: float  #: modified batch sharpness E[gᵀĤg] / E[‖g‖²] (D.16)
+    mbs_se: float  #: its standard error (delta method)
+    n_batches: int
+
+
+def batch_sharpness_monte_carlo(lambdas, k: int, S, batch_size: int, n_batches: int, *, seed=None,
+                                chunk: int = 4096) -> BatchSharpness:
+    """Batch sharpness and modified batch sharpness by Monte Carlo over exact Gaussian minibatches.
+
+    For each minibatch covariance ``Σ̂`` (drawn exactly, :class:`~symbreak.engine.WishartBlockSampler`)
+    the minibatch gradient ``g = (∇_W L̂, ∇_U L̂)`` (A.11–A.12) and the minibatch Hessian quadratic
+    form ``Ĥ(g, g) = tr[(W g_U + g_W U) Σ̂ (W g_U + g_W U)ᵀ] + 2 tr[g_W g_U Σ̂ (WU − I)ᵀ]`` (D.5) are
+    computed directly from the matrices at ``W = Pᵀ S^{1/2}``, ``U = S^{-1/2} P`` (no use of the
+    trace reduction D.10–D.14).
+
+    Parameters
+    ----------
+    S : array_like
+        Scales ``s`` (vector, ``S = diag(s)``) or a symmetric positive-definite ``k×k`` matrix.
+    n_batches : int
+        Number of minibatches.
+    """
+    lam = _spectrum(lambdas)
+    d = lam.size
+    k = _undercomplete_k(k, d)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    n_batches = check_int("n_batches", n_batches, minimum=2)
+    W, U = pca_point(S, d)
+    if W.shape[1] != k:
+        raise ValueError(f"S must describe k = {k} scales")
+    rng = make_rng(seed)
+    sampler = WishartBlockSampler(np.sqrt(lam), np.array([batch_size]), max_steps=chunk)
+    M = W @ U - np.eye(d)
+    num, den = [], []
+    done = 0
+    while done < n_batches:
+        n = min(chunk, n_batches - done)
+        sh = sampler.draw(rng, n)[:, 0]
+        gW = M @ sh @ U.T
+        gU = W.T @ M @ sh
+        J = W @ gU + gW @ U
+        num.append(np.einsum("nij,nij->n", J @ sh, J) + 2.0 * np.einsum("nij,ij->n", gW @ gU @ sh, M))
+        den.append(np.einsum("nij,nij->n", gW, gW) + np.einsum("nij,nij->n", gU, gU))
+        done += n
+    num, den = np.concatenate(num), np.concatenate(den)
+    ratio = num / den
+    bs, bs_se = float(ratio.mean()), float(ratio.std(ddof=1) / np.sqrt(n_batches))
+    mn, md = num.mean(), den.mean()
+    mbs = float(mn / md)
+    cov = np.cov(num, den)
+    var = (cov[0, 0] - 2.0 * mbs * cov[0, 1] + mbs * mbs * cov[1, 1]) / (md * md) / n_batches
+    return BatchSharpness(bs, bs_se, mbs, float(np.sqrt(var)), n_batches)
+
+
+# --------------------------------------------------------------------------------------------
+# charges, gradients, flows (App. A, E)
+# --------------------------------------------------------------------------------------------
+def noether_charge(W, U) -> np.ndarray:
+    """Noether charge of the ``GL(k)`` symmetry, ``Q = WᵀW − UUᵀ`` (Eq. 2). Batched over leading axes.
+
+    Its diagonal entries are the per-neuron charges ``q_i = ‖w_i‖² − ‖u_i‖²`` (E.13) and its trace
+    is the scalar charge ``q = ‖W‖_F² − ‖U‖_F²``.
+    """
+    W = np.asarray(W, dtype=float)
+    U = np.asarray(U, dtype=float)
+    return np.swapaxes(W, -1, -2) @ W - U @ np.swapaxes(U, -1, -2)
+
+
+def minibatch_gradients(W, U, sigma_hat):
+    """Minibatch gradients ``∇_W L̂ = (WU − I)Σ̂Uᵀ``, ``∇_U L̂ = Wᵀ(WU − I)Σ̂`` (A.11–A.12)."""
+    W = np.asarray(W, dtype=float)
+    U = np.asarray(U, dtype=float)
+    M = W @ U - np.eye(W.shape[-2])
+    ms = M @ np.asarray(sigma_hat, dtype=float)
+    return ms @ np.swapaxes(U, -1, -2), np.swapaxes(W, -1, -2) @ ms
+
+
+def sgd_step(W, U, sigma_hat, eta: float):
+    """One SGD step on the minibatch loss with covariance ``Σ̂`` (A.13–A.14)."""
+    eta = check_positive("eta", eta)
+    gW, gU = minibatch_gradients(W, U, sigma_hat)
+    return np.asarray(W, dtype=float) - eta * gW, np.asarray(U, dtype=float) - eta * gU
+
+
+def charge_increment(W, U, sigma_hat, eta: float) -> np.ndarray:
+    """``Q_{t+1} − Q_t = η²[(∇_W L̂)ᵀ(∇_W L̂) − (∇_U L̂)(∇_U L̂)ᵀ]`` (A.15 / Eq. 3).
+
+    The order-``η`` terms cancel exactly because ``Wᵀ∇_W L̂ = (∇_U L̂)Uᵀ``; on the PCA manifold
+    ``∇_U L̂ = 0`` and the increment is positive semi-definite (A.26).
+    """
+    eta = check_positive("eta", eta)
+    gW, gU = minibatch_gradients(W, U, sigma_hat)
+    return eta**2 * (np.swapaxes(gW, -1, -2) @ gW - gU @ np.swapaxes(gU, -1, -2))
+
+
+def expected_charge_increment(W, U, lambdas, eta: float, batch_size: int) -> np.ndarray:
+    """Exact mean ``E[Q_{t+1} − Q_t | W, U]`` over a fresh Gaussian minibatch, at any point.
+
+    With ``M = WU − I`` and the Wishart moment ``E[Σ̂ A Σ̂] = (1 + 1/B) Σ A Σ + tr(AΣ) Σ/B``
+    (``A`` symmetric; Isserlis),
+
+    ``E[ΔQ] = η² { U[(1 + 1/B) Σ MᵀM Σ + tr(MᵀMΣ) Σ/B] Uᵀ − WᵀM[(1 + 1/B) Σ² + tr(Σ) Σ/B] MᵀW }``.
+
+    On the PCA manifold it reduces to ``(η²/B) S^{-1/2} C S^{-1/2}`` (C.32–C.33); off the manifold
+    the population-gradient terms ``(1 + 1/B)(…)`` add the finite-``η`` corrections. Batched over
+    leading axes of ``W`` and ``U``.
+    """
+    lam = check_positive_array("lambdas", lambdas, ndim=1)
+    eta = check_positive("eta", eta)
+    b = check_int("batch_size", batch_size, minimum=1)
+    W = np.asarray(W, dtype=float)
+    U = np.asarray(U, dtype=float)
+    d = lam.size
+    M = W @ U - np.eye(d)
+    Mt = np.swapaxes(M, -1, -2)
+    mtm = Mt @ M
+    tr_ = np.einsum("...ii,i->...", mtm, lam)[..., None, None]
+    first = (1 + 1 / b) * (lam[:, None] * mtm * lam[None, :]) + tr_ * np.diag(lam) / b
+    wm = np.swapaxes(W, -1, -2) @ M
+    second = (1 + 1 / b) * np.diag(lam**2) + lam.sum() * np.diag(lam) / b
+    return eta**2 * (U @ first @ np.swapaxes(U, -1, -2) - wm @ second @ np.swapaxes(wm, -1, -2))
+
+
+def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, init="pca",
+                                seed=None):
+    """Follow one SGD run step by step and record every charge increment ``ΔQ_t = Q_{t+1} − Q_t``.
+
+    Float64, one replica, plain matrix algebra (:func:`sgd_step`), minibatch covariances drawn
+    exactly. For each step returns the extreme eigenvalues of the measured ``ΔQ_t``, of the formula
+    A.15 evaluated at the same state and batch, and of the PSD increment A.26 at the PCA point
+    with the same ``S_t = W_tᵀW_t`` (same batch, rotated to the eigenbasis of ``S_t``).
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        ``measured``, ``formula`` (steps, k, k) increments (measured and A.15); ``formula_error``
+        (steps,) ``max|measured − A.15|``; ``min_eig``, ``max_eig`` (steps,) of the measured increment;
+        ``manifold_min_eig`` (steps,) of A.26 at the projected PCA point; ``S`` (steps + 1, k, k).
+    """
+    from .engine import wishart_covariance
+
+    lam = _spectrum(lambdas)
+    d = lam.size
+    k = _undercomplete_k(k, d)
+    eta = check_positive("eta", eta)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    steps = check_int("steps", steps, minimum=1)
+    rng = make_rng(seed)
+    W, U = _make_init(init, lam, k, 0.01)(rng)
+    sig = wishart_covariance(rng, np.sqrt(lam), batch_size, steps)
+    meas = np.empty((steps, k, k))
+    form = np.empty((steps, k, k))
+    man = np.empty(steps)
+    S = [W.T @ W]
+    for t in range(steps):
+        q0 = noether_charge(W, U)
+        form[t] = charge_increment(W, U, sig[t], eta)
+        Wm, Um = pca_point(S[-1], d)  # the manifold point with the same scale matrix
+        man[t] = np.linalg.eigvalsh(charge_increment(Wm, Um, sig[t], eta)).min()
+        W, U = sgd_step(W, U, sig[t], eta)
+        meas[t] = noether_charge(W, U) - q0
+        S.append(W.T @ W)
+    ev = np.linalg.eigvalsh(meas)
+    return {"measured": meas, "formula": form, "formula_error": np.abs(meas - form).max(axis=(1, 2)),
+            "min_eig": ev[:, 0], "max_eig": ev[:, -1], "manifold_min_eig": man, "S": np.array(S)}
+
+
+def saturation_scale(result: "SGDResult", tau_from: float, tau_to: float | None = None, mode: int = 0) -> np.ndarray:
+    """Time average of ``s_mode = (WᵀW)_mode,mode`` over ``τ ∈ [tau_from, tau_to]``, one value per seed."""
+    tau_from = check_positive("tau_from", tau_from)
+    sel = (result.tau >= tau_from) & (result.tau <= (np.inf if tau_to is None else tau_to))
+    if sel.sum() < 2:
+        raise ValueError("tau_from/tau_to must select at least two records")
+    return result.scales[:, sel, mode].mean(axis=1)
+
+
+def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 1e-12):
+    """Integrate population gradient flow (A.6) ``Ẇ = −(WU − I)ΣUᵀ``, ``U̇ = −Wᵀ(WU − I)Σ``.
+
+    Returns
+    -------
+    W : numpy.ndarray, shape (n, d, k)
+    U : numpy.ndarray, shape (n, k, d)
+        At the requested ``times`` (non-decreasing, ``≥ 0``).
+    """
+    from scipy.integrate import solve_ivp
+
+    lam = _spectrum(lambdas)
+    d = lam.size
+    W0 = check_array("W0", W0, ndim=2)
+    if W0.shape[0] != d:
+        raise ValueError(f"W0 must have d = {d} rows, got shape {W0.shape}")
+    k = W0.shape[1]
+    U0 = check_array("U0", U0, shape=(k, d))
+    times = check_array("times", times, ndim=1)
+    if times.size == 0 or np.any(times < 0) or np.any(np.diff(times) < 0):
+        raise ValueError("times must be a non-empty, non-decreasing array >= 0")
+    eye = np.eye(d)
+
+    def rhs(_t, y):
+        w = y[: d * k].reshape(d, k)
+        u = y[d * k:].reshape(k, d)
+        ms = (w @ u - eye) * lam[None, :]
+        return np.concatenate([-(ms @ u.T).ravel(), -(w.T @ ms).ravel()])
+
+    sol = solve_ivp(rhs, (0.0, float(times[-1])), np.concatenate([W0.ravel(), U0.ravel()]), t_eval=times,
+                    method="DOP853", rtol=rtol, atol=atol)
+    if not sol.success:  # pragma: no cover
+        raise RuntimeError(f"gradient_flow: integration failed: {sol.message}")
+    y = sol.y.T
+    return y[:, : d * k].reshape(-1, d, k), y[:, d * k:].reshape(-1, k, d)
+
+
+def sample_gradients(W, U, X, activation: str = "relu"):
+    """Minibatch gradients from data points, ``L̂ = (1/2B) Σ_i ‖W φ(U x_i) − x_i‖²``.
+
+    ``∇_W L̂ = R φ(H)ᵀ/B`` and ``∇_U L̂ = [(WᵀR) ⊙ φ'(H)] Xᵀ/B`` with ``H = UX``, ``R = Wφ(H) − X``;
+    ``X`` has shape (d, B). Batched over leading axes.
+    """
+    activation = check_choice("activation", activation, ("linear", "relu"))
+    W = np.asarray(W, dtype=float)
+    U = np.asarray(U, dtype=float)
+    X = np.asarray(X, dtype=float)
+    b = X.shape[-1]
+    H = U @ X
+    A = np.maximum(H, 0.0) if activation == "relu" else H
+    R = W @ A - X
+    back = np.swapaxes(W, -1, -2) @ R
+    if activation == "relu":
+        back = back * (H > 0)
+    return R @ np.swapaxes(A, -1, -2) / b, back @ np.swapaxes(X, -1, -2) / b
+
+
+def neuron_balance_autograd(W, U, x, activation: str = "relu") -> np.ndarray:
+    """``⟨∇_{w_i} ℓ, w_i⟩ − ⟨∇_{u_i} ℓ, u_i⟩`` for one example, by autograd (zero by E.4 / E.14).
+
+    ``ℓ = ½‖W φ(Ux) − x‖²``; ``w_i`` is the ``i``-th column of ``W``, ``u_iᵀ`` the ``i``-th row of ``U``.
+    Returns one value per hidden unit.
+    """
+    import torch
+
+    activation = check_choice("activation", activation, ("linear", "relu"))
+    w = torch.tensor(np.asarray(W, dtype=float), requires_grad=True)
+    u = torch.tensor(np.asarray(U, dtype=float), requires_grad=True)
+    xt = torch.tensor(np.asarray(x, dtype=float))
+    h = u @ xt
+    out = w @ (torch.relu(h) if activation == "relu" else h)
+    loss = 0.5 * torch.sum((out - xt) ** 2)
+    gw, gu = torch.autograd.grad(loss, (w, u))
+    return ((gw * w).sum(0) - (gu * u).sum(1)).detach().numpy()
+
+
+def residual_split(W, U, X, activation: str = "relu"):
+    """Mean squared residual tangent and normal to the decoder image (App. E.1).
+
+    At an input ``x`` the network's output ``g(h(x)) = W φ(Ux)`` moves, for small changes of the
+    hidden code ``z = φ(Ux)`` that the encoder can produce, within the span of the decoder columns
+    ``w_i`` of the *active* units (all units for the linear network): that span is the tangent
+    space of the decoder image at ``g(h(x))``. ``r_∥`` is the projection of the residual
+    ``r = g(h(x)) − x`` onto it and ``r_⊥ = r − r_∥`` satisfies ``(∂g/∂z)ᵀ r_⊥ = 0`` on the active
+    units, so the encoder gradient sees only ``r_∥``. Returns ``(E‖r_∥‖², E‖r_⊥‖²)`` over the
+    columns of ``X`` (shape (d, n)).
+    """
+    activation = check_choice("activation", activation, ("linear", "relu"))
+    W = check_array("W", W, ndim=2)
+    U = check_array("U", U, ndim=2)
+    X = check_array("X", X, ndim=2)
+    H = U @ X
+    R = W @ (np.maximum(H, 0.0) if activation == "relu" else H) - X
+    if activation == "linear":
+        par = W @ np.linalg.lstsq(W, R, rcond=None)[0]
+    else:
+        Wa = W[None, :, :] * (H.T > 0)[:, None, :]  # (n, d, k): columns of the active units
+        par = (Wa @ (np.linalg.pinv(Wa) @ R.T[:, :, None]))[..., 0].T
+    return float(np.mean(np.sum(par**2, axis=0))), float(np.mean(np.sum((R - par) ** 2, axis=0)))
+
+
+def _relu_second_moments(U, lam):
+    """``E[h hᵀ]`` for ``h = relu(U x)``, ``x ~ N(0, diag λ)`` (arc-cosine kernel of degree 1)."""
+    C = (U * lam) @ np.swapaxes(U, -1, -2)
+    sd = np.sqrt(np.clip(np.diagonal(C, axis1=-2, axis2=-1), 0.0, None))
+    outer = sd[..., :, None] * sd[..., None, :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.where(outer > 0, C / np.where(outer > 0, outer, 1.0), 0.0)
+    rho = np.clip(rho, -1.0, 1.0)
+    theta = np.arccos(rho)
+    return outer / (2.0 * np.pi) * (np.sin(theta) + (np.pi - theta) * rho)
+
+
+def population_loss(W, U, lambdas, activation: str = "linear"):
+    """Population reconstruction loss ``½ E‖W φ(Ux) − x‖²`` for ``x ~ N(0, diag λ)``.
+
+    Linear: ``½ tr[(WU − I)Σ(WU − I)ᵀ]`` (A.5). ReLU: exact, from the arc-cosine kernel
+    ``E[relu(z_i) relu(z_j)] = σ_iσ_j (sin θ_ij + (π − θ_ij) cos θ_ij)/(2π)`` and
+    ``E[relu(u_i·x) x] = Σu_i/2``. Batched over leading axes of ``W`` (``(..., d, k)``) and ``U``.
+    """
+    lam = check_positive_array("lambdas", lambdas, ndim=1)
+    activation = check_choice("activation", activation, ("linear", "relu"))
+    W = np.asarray(W, dtype=float)
+    U = np.asarray(U, dtype=float)
+    d = lam.size
+    if activation == "linear":
+        M = W @ U - np.eye(d)
+        return 0.5 * np.sum(M * M * lam, axis=(-2, -1))
+    m2 = _relu_second_moments(U, lam)
+    wtw = np.swapaxes(W, -1, -2) @ W
+    cross = 0.5 * np.sum(np.diagonal(W @ U, axis1=-2, axis2=-1) * lam, axis=-1)
+    return 0.5 * (np.sum(m2 * wtw, axis=(-2, -1)) - 2.0 * cross + lam.sum())
+
+
+# --------------------------------------------------------------------------------------------
+# the SGD engine
+# --------------------------------------------------------------------------------------------
+@dataclass
+class SGDResult:
+    """Recorded SGD trajectories of one configuration ``(η, B)``, several seeds.
+
+    Arrays are indexed ``[seed, record]`` (and then matrix indices).
+    """
+
+    steps: np.ndarray  #: (R,) SGD steps at which the state was recorded
+    tau: np.ndarray  #: (R,) slow time ``steps · η²/B``
+    S: np.ndarray  #: (seeds, R, k, k) ``WᵀW``
+    Q: np.ndarray  #: (seeds, R, k, k) ``WᵀW − UUᵀ``
+    loss: np.ndarray  #: (seeds, R) population loss
+    eta: float
+    batch_size: int
+    lambdas: np.ndarray
+    k: int
+    activation: str = "linear"
+    sampler: str = "wishart"
+    W: np.ndarray | None = field(default=None, repr=False)  #: (seeds, R, d, k) if recorded
+    U: np.ndarray | None = field(default=None, repr=False)  #: (seeds, R, k, d) if recorded
+
+    @property
+    def scales(self) -> np.ndarray:
+        """``s_a = (WᵀW)_aa``, shape (seeds, R, k)."""
+        return np.diagonal(self.S, axis1=-2, axis2=-1)
+
+    @property
+    def q(self) -> np.ndarray:
+        """Scalar charge ``q = tr Q = ‖W‖_F² − ‖U‖_F²``, shape (seeds, R)."""
+        return np.trace(self.Q, axis1=-2, axis2=-1)
+
+    @property
+    def neuron_charges(self) -> np.ndarray:
+        """Per-neuron charges ``q_i = ‖w_i‖² − ‖u_i‖²`` (E.13), shape (seeds, R, k)."""
+        return np.diagonal(self.Q, axis1=-2, axis2=-1)
+
+    @property
+    def decoder_norm(self) -> np.ndarray:
+        """``‖W‖_F``, shape (seeds, R)."""
+        return np.sqrt(np.trace(self.S, axis1=-2, axis2=-1))
+
+    @property
+    def encoder_norm(self) -> np.ndarray:
+        """``‖U‖_F``, shape (seeds, R)."""
+        return np.sqrt(np.clip(np.trace(self.S - self.Q, axis1=-2, axis2=-1), 0.0, None))
+
+
+_BLOCK = 64  # at most this many SGD steps have their minibatches drawn in one go
+_BLOCK_DRAWS = 512  # ... and at most about this many minibatches (steps × replicas) per block
+
+
+class _LinearStepper:
+    """In-place SGD steps for a stack of linear autoencoders, state ``V = [U; Wᵀ]`` (R, 2k, d).
+
+    The learning rate is folded into the minibatch covariance (the update is linear in ``Σ̂``):
+    with ``P = (WU − I)(ηΣ̂) = W(U ηΣ̂) − ηΣ̂``, ``η∇_U L̂ = WᵀP`` and ``η∇_W L̂ᵀ = U Pᵀ``. Six NumPy
+    calls and ``4kd²`` multiply-adds per step; for the small stacks of the book the call overhead
+    matters as much as the arithmetic.
+    """
+
+    def __init__(self, V: np.ndarray, k: int):
+        self.V = V
+        r, _, d = V.shape
+        self.k, self.d = k, d
+        self.G = np.empty_like(V)
+        self.Y = np.empty((r, k, d), V.dtype)
+        self.P = np.empty((r, d, d), V.dtype)
+
+    def step(self, sig: np.ndarray) -> None:
+        V, G, Y, P, k = self.V, self.G, self.Y, self.P, self.k
+        U, Wt = V[:, :k], V[:, k:]
+        np.matmul(U, sig, out=Y)
+        np.matmul(Wt.transpose(0, 2, 1), Y, out=P)
+        P -= sig
+        np.matmul(Wt, P, out=G[:, :k])
+        np.matmul(U, P.transpose(0, 2, 1), out=G[:, k:])
+        V -= G
+
+
+def _record_linear(V, k, lam, want_weights):
+    V = V.astype(np.float64)
+    U, Wt = V[:, :k], V[:, k:]
+    S = Wt @ Wt.transpose(0, 2, 1)
+    Q = S - U @ U.transpose(0, 2, 1)
+    M = Wt.transpose(0, 2, 1) @ U - np.eye(V.shape[2])
+    loss = 0.5 * np.einsum("rij,j->r", M * M, lam)
+    return S, Q, loss, (Wt.transpose(0, 2, 1).copy(), U.copy()) if want_weights else None
+
+
+def _record_samples(W, U, k, lam, activation, want_weights):
+    W = W.astype(np.float64)
+    U = U.astype(np.float64)
+    S = W.transpose(0, 2, 1) @ W
+    Q = S - U @ U.transpose(0, 2, 1)
+    loss = population_loss(W, U, lam, activation)
+    return S, Q, loss, (W.copy(), U.copy()) if want_weights else None
+
+
+class _Recorder:
+    def __init__(self, n_rep, rec_steps):
+        self.rec_steps = rec_steps
+        self.ptr = np.zeros(n_rep, dtype=np.int64)
+        self.out = [[] for _ in range(n_rep)]
+
+    def next_stop(self, active):
+        return min(int(self.rec_steps[r][self.ptr[r]]) for r in active)
+
+    def due(self, active, step):
+        return np.array([int(self.rec_steps[r][self.ptr[r]]) == step for r in active], dtype=bool)
+
+    def store(self, reps, records):
+        S, Q, loss, wu = records
+        for j, r in enumerate(reps):
+            self.out[r].append((S[j], Q[j], loss[j]) + ((wu[0][j], wu[1][j]) if wu is not None else ()))
+            self.ptr[r] += 1
+
+    def finished(self, active):
+        return np.array([self.ptr[r] >= len(self.rec_steps[r]) for r in active], dtype=bool)
+
+
+def _chunk_linear(reps, rng, lam, k, etas, bsz, rec_steps, init, dtype, want_weights):
+    """Run the replicas ``reps`` (Wishart sampler, linear activation); one thread's share."""
+    d = lam.size
+    n = len(reps)
+    V = np.empty((n, 2 * k, d), dtype=dtype)
+    for j in range(n):
+        W0, U0 = init[reps[j]](rng)
+        V[j, :k] = U0
+        V[j, k:] = W0.T
+    eta_r, b_r = etas[reps], bsz[reps]
+    block = max(4, min(_BLOCK, _BLOCK_DRAWS // n))  # keep a block's buffers in cache
+    sampler = WishartBlockSampler(np.sqrt(lam), b_r, scale=eta_r, dtype=dtype, max_steps=block)
+    stepper = _LinearStepper(V, k)
+    rec = _Recorder(n, [rec_steps[r] for r in reps])
+    active = np.arange(n)
+    step = 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        while active.size:
+            stop = rec.next_stop(active)
+            while step < stop:
+                m = min(block, stop - step)
+                sig = sampler.draw(rng, m)
+                for t in range(m):
+                    stepper.step(sig[t])
+                step += m
+                check_divergence(np.abs(stepper.V).max(axis=(1, 2)), step=step, limit=DIVERGENCE_LIMIT,
+                                 params=lambda j: {"eta": float(eta_r[active[j]]),
+                                                   "batch_size": int(b_r[active[j]])})
+            due = rec.due(active, step)
+            rec.store(active[due], _record_linear(stepper.V[due], k, lam, want_weights))
+            done = rec.finished(active)
+            if done.any():
+                keep = ~done
+                active = active[keep]
+                if active.size:
+                    sampler.keep(keep)
+                    stepper = _LinearStepper(np.ascontiguousarray(stepper.V[keep]), k)
+    return rec.out
+
+
+def _chunk_samples(reps, rng, lam, k, etas, bsz, rec_steps, init, dtype, want_weights, activation):
+    """Run the replicas ``reps`` drawing the data points (any activation); one thread's share."""
+    d = lam.size
+    n = len(reps)
+    b = int(bsz[reps[0]])
+    if np.any(bsz[reps] != b):
+        raise ValueError("sampler='samples' needs one batch size for all configurations")
+    W = np.empty((n, d, k), dtype=dtype)
+    U = np.empty((n, k, d), dtype=dtype)
+    for j in range(n):
+        W[j], U[j] = init[reps[j]](rng)
+    # φ is positively homogeneous, so η∇L̂(x) = ∇L̂(c x) with c = sqrt(η/B): fold the step into the data
+    amp = (np.sqrt(etas[reps] / b)[:, None] * np.sqrt(lam)[None, :]).astype(dtype)[:, :, None]  # (n, d, 1)
+    rec = _Recorder(n, [rec_steps[r] for r in reps])
+    active = np.arange(n)
+    step = 0
+    relu = activation == "relu"
+
+    def buffers(m):
+        return (np.empty((m, k, b), dtype), np.empty((m, k, b), dtype), np.empty((m, d, b), dtype),
+                np.empty((m, d, k), dtype), np.empty((m, k, b), dtype), np.empty((m, k, d), dtype),
+                np.empty((m, k, b), dtype=bool))
+
+    H, A, R, gW, back, gU, mask = buffers(n)
+    with np.errstate(over="ignore", invalid="ignore"):
+        while active.size:
+            stop = rec.next_stop(active)
+            while step < stop:
+                m = min(_BLOCK, stop - step)
+                X = rng.standard_normal((m, active.size, d, b), dtype=dtype)
+                X *= amp
+                Wt = W.transpose(0, 2, 1)
+                for t in range(m):
+                    x = X[t]
+                    np.matmul(U, x, out=H)
+                    if relu:
+                        np.maximum(H, 0.0, out=A)
+                        np.greater(H, 0.0, out=mask)
+                    act = A if relu else H
+                    np.matmul(W, act, out=R)
+                    R -= x
+                    np.matmul(Wt, R, out=back)
+                    if relu:
+                        back *= mask
+                    np.matmul(R, act.transpose(0, 2, 1), out=gW)
+                    np.matmul(back, x.transpose(0, 2, 1), out=gU)
+                    W -= gW
+                    U -= gU
+                step += m
+                mag = np.maximum(np.abs(W).max(axis=(1, 2)), np.abs(U).max(axis=(1, 2)))
+                check_divergence(mag, step=step, limit=DIVERGENCE_LIMIT,
+                                 params=lambda j: {"eta": float(etas[reps][active[j]]), "batch_size": b})
+            due = rec.due(active, step)
+            rec.store(active[due], _record_samples(W[due], U[due], k, lam, activation, want_weights))
+            done = rec.finished(active)
+            if done.any():
+                keep = ~done
+                active = active[keep]
+                W, U, amp = np.ascontiguousarray(W[keep]), np.ascontiguousarray(U[keep]), amp[keep]
+                H, A, R, gW, back, gU, mask = buffers(active.size)
+    return rec.out
+
+
+def _balanced_groups(work, n_groups):
+    """Split replica indices into ``n_groups`` groups of nearly equal total work (greedy)."""
+    groups = [[] for _ in range(n_groups)]
+    loads = np.zeros(n_groups)
+    for r in sorted(range(len(work)), key=lambda i: (-work[i], i)):
+        g = int(np.argmin(loads))
+        groups[g].append(r)
+        loads[g] += work[r]
+    return [np.array(sorted(g), dtype=np.int64) for g in groups if g]
+
+
+def _make_init(init, lam, k, init_std):
+    d = lam.size
+    if isinstance(init, str):
+        init = check_choice("init", init, ("pca", "random"))
+        if init == "pca":
+            if k >= d:
+                raise ValueError(f"init='pca' needs an undercomplete autoencoder, k < d = {d}; got k = {k}")
+            W0, U0 = pca_point(np.ones(k), d)
+            return lambda rng: (W0, U0)
+        std = check_positive("init_std", init_std)
+        return lambda rng: (std * rng.standard_normal((d, k)), std * rng.standard_normal((k, d)))
+    try:
+        W0, U0 = init
+    except (TypeError, ValueError):
+        raise ValueError("init must be 'pca', 'random' or a pair (W0, U0) of arrays") from None
+    W0 = check_array("init W0", W0, shape=(d, k))
+    U0 = check_array("init U0", U0, shape=(k, d))
+    return lambda rng: (W0, U0)
+
+
+def _run(lam, k, etas, bsz, rec_steps, *, seeds, init, init_std, activation, sampler, dtype, seed,
+         record_weights):
+    """Run every configuration × seed as one ensemble over (up to) two threads."""
+    n_conf = len(etas)
+    etas_r = np.repeat(etas, seeds)
+    bsz_r = np.repeat(bsz, seeds)
+    rec_r = [rec_steps[c] for c in range(n_conf) for _ in range(seeds)]
+    if isinstance(init, list):
+        if len(init) != n_conf:
+            raise ValueError(f"init must have one entry per configuration ({n_conf}), got {len(init)}")
+        fns = [_make_init(i, lam, k, init_std) for i in init]
+    else:
+        fns = [_make_init(init, lam, k, init_std)] * n_conf
+    init_r = [fns[c] for c in range(n_conf) for _ in range(seeds)]
+    cost = 1.0 if sampler == "wishart" else 3.0
+    work = [float(r[-1]) * cost for r in rec_r]
+    groups = _balanced_groups(work, min(2, len(work)))
+
+    def fn(sl, rng):
+        reps = groups[sl.start]
+        if sampler == "wishart":
+            return _chunk_linear(reps, rng, lam, k, etas_r, bsz_r, rec_r, init_r, dtype, record_weights)
+        return _chunk_samples(reps, rng, lam, k, etas_r, bsz_r, rec_r, init_r, dtype, record_weights, activation)
+
+    outs = run_chunks(fn, len(groups), n_chunks=len(groups), seed=seed)
+    per_rep = [None] * len(work)
+    for reps, out in zip(groups, outs):
+        for j, r in enumerate(reps):
+            per_rep[r] = out[j]
+    results = []
+    for c in range(n_conf):
+        reps = per_rep[c * seeds:(c + 1) * seeds]
+        steps = np.asarray(rec_steps[c], dtype=np.int64)
+        S = np.array([[x[0] for x in rep] for rep in reps])
+        Q = np.array([[x[1] for x in rep] for rep in reps])
+        loss = np.array([[x[2] for x in rep] for rep in reps])
+        W = np.array([[x[3] for x in rep] for rep in reps]) if record_weights else None
+        U = np.array([[x[4] for x in rep] for rep in reps]) if record_weights else None
+        results.append(SGDResult(steps=steps, tau=steps * float(etas[c]) ** 2 / float(bsz[c]), S=S, Q=Q,
+                                 loss=loss, eta=float(etas[c]), batch_size=int(bsz[c]), lambdas=lam, k=k,
+                                 activation=activation, sampler=sampler, W=W, U=U))
+    return results
+
+
+def _check_common(lambdas, k, activation, sampler, dtype, seeds):
+    lam = _spectrum(lambdas)
+    k = check_int("k", k, minimum=1)
+    activation = check_choice("activation", activation, ("linear", "relu"))
+    sampler = check_choice("sampler", sampler, ("wishart", "samples"))
+    if activation == "relu" and sampler == "wishart":
+        raise ValueError("sampler='wishart' draws only the minibatch covariance, which suffices for the "
+                         "linear model alone; activation='relu' needs sampler='samples'")
+    return lam, k, activation, sampler, _dtype(dtype), check_int("seeds", seeds, minimum=1)
+
+
+def simulate_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, seeds: int = 1,
+                 record_every: int = 1000, init="pca", activation: str = "linear", sampler: str = "wishart",
+                 dtype=np.float64, seed=None, init_std: float = 0.01, record_weights: bool = False,
+                 record_at=None) -> SGDResult:
+    """Online minibatch SGD on a two-layer autoencoder ``x̂ = W φ(U x)``, ``x ~ N(0, diag λ)`` (App. F).
+
+    Every step draws a fresh minibatch of ``B`` points and takes
+    ``W ← W − η ∇_W L̂``, ``U ← U − η ∇_U L̂`` on ``L̂ = (1/2B) Σ_i ‖W φ(U x_i) − x_i‖²``.
+
+    Parameters
+    ----------
+    lambdas : array_like, shape (d,)
+        Covariance eigenvalues, positive and non-increasing (e.g. :func:`geometric_spectrum`).
+    k : int
+        Hidden width (``k < d`` contractive, ``k > d`` expansive).
+    eta : float
+        Learning rate ``> 0``.
+    batch_size : int
+        ``B ≥ 1``.
+    steps : int
+        Number of SGD steps.
+    seeds : int
+        Independent replicas (run as one batched ensemble on both cores).
+    record_every : int
+        Record every this many steps (and at the last step).
+    init : {"pca", "random"} or (W0, U0)
+        ``"pca"``: App. F's ``W0 = [I; 0]``, ``U0 = [I, 0]`` (``S0 = I``); ``"random"``: i.i.d.
+        ``N(0, init_std²)`` entries (``init_std = 0.01`` in the paper); or explicit arrays.
+    activation : {"linear", "relu"}
+    sampler : {"wishart", "samples"}
+        ``"wishart"`` draws the minibatch covariance ``Σ̂`` exactly (Bartlett decomposition): the
+        linear update depends on the batch only through ``Σ̂``. ``"samples"`` draws the ``B``
+        points and back-propagates through them (needed for ReLU).
+    dtype : numpy.float64 or numpy.float32
+        Precision of the state and the draws (records are float64).
+    seed : int, optional
+        Seed of the ensemble's random streams (:func:`symbreak.rng.make_rng`).
+    record_weights : bool
+        Also keep ``W`` and ``U`` at every record.
+    record_at : array_like of int, optional
+        Explicit record steps (e.g. log-spaced), overriding ``record_every``; ``0`` and ``steps``
+        are always included.
+
+    Returns
+    -------
+    SGDResult
+        ``steps`` (R,), ``tau = steps η²/B``, ``S = WᵀW`` and ``Q = WᵀW − UUᵀ`` (seeds, R, k, k),
+        ``loss`` (seeds, R) the population loss.
+
+    Raises
+    ------
+    ValueError
+        On bad input (naming the parameter), including ``activation="relu"`` with
+        ``sampler="wishart"``.
+    symbreak.engine.DivergenceError
+        If a replica runs past its stability edge; the message names ``η``, ``B`` and the step.
+    """
+    lam, k, activation, sampler, dt, seeds = _check_common(lambdas, k, activation, sampler, dtype, seeds)
+    eta = check_positive("eta", eta)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    steps = check_int("steps", steps, minimum=1)
+    if record_at is None:
+        grid = record_steps(steps, record_every)
+    else:
+        at = np.asarray(record_at)
+        if at.ndim != 1 or not np.issubdtype(at.dtype, np.integer) or np.any(at < 0) or np.any(at > steps):
+            raise ValueError(f"record_at must be a 1-D array of integer steps in [0, {steps}]")
+        grid = np.unique(np.concatenate([[0], at, [steps]]).astype(np.int64))
+    return _run(lam, k, np.array([eta]), np.array([batch_size]), [grid], seeds=seeds, init=init,
+                init_std=init_std, activation=activation, sampler=sampler, dtype=dt, seed=seed,
+                record_weights=record_weights)[0]
+
+
+def simulate_sgd_grid(lambdas, k: int, etas, batch_sizes, tau_max, *, n_records: int = 200, seeds: int = 1,
+                      init="pca", activation: str = "linear", sampler: str = "wishart", dtype=np.float64,
+                      seed=None, init_std: float = 0.01, record_weights: bool = False) -> list[SGDResult]:
+    """Several ``(η, B)`` configurations, each to its own slow-time horizon, as one ensemble.
+
+    Configuration ``c`` runs ``round(τ_max,c B_c/η_c²)`` steps and is recorded ``n_records + 1``
+    times, evenly in slow time. All configurations × seeds share the batched engine and both cores
+    (work is balanced between the two threads); replicas that finish leave the ensemble.
+
+    Parameters
+    ----------
+    etas, batch_sizes : array_like, shape (n,)
+        One learning rate and batch size per configuration.
+    tau_max : float or array_like, shape (n,)
+        Slow-time horizon of each configuration.
+    init : str, pair (W0, U0), or list of these
+        As in :func:`simulate_sgd`; a list gives each configuration its own initialisation.
+
+    Returns
+    -------
+    list of SGDResult
+        One per configuration, in order. Other parameters as in :func:`simulate_sgd`.
+    """
+    lam, k, activation, sampler, dt, seeds = _check_common(lambdas, k, activation, sampler, dtype, seeds)
+    etas = check_positive_array("etas", etas)
+    bsz = np.asarray(batch_sizes)
+    if bsz.shape != etas.shape:
+        raise ValueError("batch_sizes must have one entry per learning rate")
+    bsz = np.array([check_int("batch_sizes", b, minimum=1) for b in bsz], dtype=np.int64)
+    tau_max = np.broadcast_to(_broadcast_positive("tau_max", tau_max), etas.shape)
+    n_records = check_int("n_records", n_records, minimum=1)
+    rec = []
+    for eta, b, tm in zip(etas, bsz, tau_max):
+        total = max(1, int(round(tm * b / eta**2)))
+        rec.append(np.unique(np.round(np.linspace(0, total, n_records + 1)).astype(np.int64)))
+    return _run(lam, k, etas, bsz, rec, seeds=seeds, init=init, init_std=init_std, activation=activation,
+                sampler=sampler, dtype=dt, seed=seed, record_weights=record_weights)
