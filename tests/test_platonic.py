@@ -1,0 +1,535 @@
+"""Platonic representations: the closed-form kernel, the entropic term, the trainers, the checks."""
+
+import numpy as np
+import pytest
+import scipy.optimize
+from scipy.linalg import expm
+
+from symbreak import platonic as pl
+from symbreak.config import sized
+from symbreak.rng import make_rng
+
+
+@pytest.fixture(scope="module")
+def task():
+    return pl.random_task(11, n=3, m=3, noise=0.6)
+
+
+@pytest.fixture(scope="module")
+def square_net():
+    """A two-layer EDLN with a square hidden layer (the orbit is GL(3))."""
+    return pl.random_edln(12, 3, 3, (3,), cond=2.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The Platonic kernel
+# ---------------------------------------------------------------------------------------------
+
+def _orbit_minimum(net, task, w0, layers):
+    """Minimise the exact S over the symmetry orbit (16) of ``w0`` by BFGS over the matrices
+    ``T_k`` (one per hidden layer in ``layers``), with the exact gradient: for
+    ``W_i' = T_i^{-1} W_i T_{i-1}``, ``∂S/∂T_k = T_k^{-ᵀ} (W_{k+1}'ᵀ ∇_{W_{k+1}'}S − ∇_{W_k'}S W_k'ᵀ)``."""
+    k = net.widths[0]
+
+    def transform(v):
+        w = w0
+        for j, layer in enumerate(layers):
+            w = pl.symmetry_transform(w, layer, v[j * k * k:(j + 1) * k * k].reshape(k, k))
+        return w
+
+    def fun(v):
+        w = transform(v)
+        g = pl.entropy_gradient(net, task, w)
+        grad = []
+        for j, layer in enumerate(layers):
+            t = v[j * k * k:(j + 1) * k * k].reshape(k, k)
+            inner = w[layer].T @ g[layer] - g[layer - 1] @ w[layer - 1].T
+            grad.append(np.linalg.solve(t.T, inner).ravel())
+        return pl.entropy_term(net, task, w), np.concatenate(grad)
+
+    x0 = np.concatenate([np.eye(k).ravel()] * len(layers))
+    res = scipy.optimize.minimize(fun, x0, jac=True, method="BFGS", options=dict(gtol=1e-10, maxiter=10_000))
+    return transform(res.x), res
+
+
+def test_platonic_kernel_is_the_minimiser_of_s_on_the_orbit(task, square_net):
+    """Direct numerical minimisation of S over the GL(3) orbit of a random global minimum of a
+    two-layer net lands on K⋆ (1e-6 relative) and on the closed-form minimal S."""
+    w0 = pl.random_global_minimum(square_net, task, 3)
+    assert pl.population_loss(square_net, task, w0) == pytest.approx(np.trace(task.sigma_eps), rel=1e-12)
+    w, res = _orbit_minimum(square_net, task, w0, [1])
+    assert res.fun < pl.entropy_term(square_net, task, w0)
+    k = pl.hidden_kernels(square_net, w, normalize=True)[0]
+    kstar = task.platonic_kernel()
+    assert np.linalg.norm(k - kstar) / np.linalg.norm(kstar) < 1e-6
+    assert res.fun == pytest.approx(pl.minimal_entropy(square_net, task), rel=1e-9)
+    # the loss did not move: the orbit lies inside the set of global minima
+    assert pl.population_loss(square_net, task, w) == pytest.approx(np.trace(task.sigma_eps), rel=1e-10)
+
+
+def test_deeper_orbit_minimum_has_the_same_kernel_in_every_layer(task):
+    net = pl.random_edln(21, 3, 3, (3, 3), cond=2.0)
+    w0 = pl.random_global_minimum(net, task, 5)
+    w, res = _orbit_minimum(net, task, w0, [1, 2])
+    ks = pl.hidden_kernels(net, w, normalize=True)
+    kstar = task.platonic_kernel()
+    for k in ks:
+        assert np.linalg.norm(k - kstar) < 1e-6
+    assert res.fun == pytest.approx(pl.minimal_entropy(net, task), rel=1e-9)
+
+
+def test_platonic_kernel_closed_form_properties():
+    rng = make_rng(1)
+    v = rng.standard_normal((4, 3))
+    sx, se = pl.random_spd(rng, 3, 4.0), pl.random_spd(rng, 4, 4.0)
+    k = pl.platonic_kernel(v, sx, se)
+    assert np.linalg.norm(k) == pytest.approx(1.0, abs=1e-14)
+    assert np.allclose(k, k.T, atol=1e-15) and np.linalg.eigvalsh(k)[0] > 0
+    # only the shape of the label noise matters: K⋆(cΣε) = K⋆(Σε)
+    assert np.allclose(pl.platonic_kernel(v, sx, 7.0 * se), k, atol=1e-13)
+    # isotropic data and noise: K⋆ ∝ (V*ᵀV*)^{1/2}
+    ref = pl.sqrtm_psd(v.T @ v)
+    assert np.allclose(pl.platonic_kernel(v, np.eye(3), np.eye(4)), ref / np.linalg.norm(ref), atol=1e-13)
+    # defining equation: Σx^{1/2} K Σx K Σx^{1/2} ∝ Σx^{1/2} Vᵀ Σε V Σx^{1/2}
+    r = pl.sqrtm_psd(sx)
+    lhs, rhs = r @ k @ sx @ k @ r, r @ v.T @ se @ v @ r
+    assert np.allclose(lhs / np.linalg.norm(lhs), rhs / np.linalg.norm(rhs), atol=1e-12)
+    # rank-deficient V*: rank of K⋆ is rank V*
+    v2 = np.outer(rng.standard_normal(4), rng.standard_normal(3))
+    assert np.linalg.matrix_rank(pl.platonic_kernel(v2, sx, se), tol=1e-10) == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel alignment
+# ---------------------------------------------------------------------------------------------
+
+def test_kernel_alignment_properties():
+    rng = make_rng(2)
+    p = rng.standard_normal((5, 4))
+    k = p.T @ p
+    assert pl.kernel_alignment(k, 3.7 * k) == pytest.approx(1.0, abs=1e-15)
+    o = pl.random_orthogonal(rng, 5)
+    q = rng.standard_normal((6, 4))
+    k2 = q.T @ q
+    # rotation of either representation leaves the kernel and the alignment unchanged
+    assert pl.kernel_alignment((o @ p).T @ (o @ p), k2) == pytest.approx(pl.kernel_alignment(k, k2), rel=1e-13)
+    assert pl.kernel_alignment(0.01 * k, 50 * k2) == pytest.approx(pl.kernel_alignment(k, k2), rel=1e-13)
+    vals = []
+    for _ in range(200):
+        a, b = rng.standard_normal((2, 4, int(rng.integers(1, 6))))
+        vals.append(pl.kernel_alignment(a @ a.T, b @ b.T))
+    vals = np.array(vals)
+    assert np.all((vals >= 0) & (vals <= 1 + 1e-15))
+    assert vals.min() < 0.2 and vals.max() < 1  # not trivially constant
+    # stacked input broadcasts
+    assert pl.kernel_alignment(np.stack([k, k2]), k2) == pytest.approx([pl.kernel_alignment(k, k2), 1.0])
+
+
+def test_alignment_with_metric_is_population_gram_alignment():
+    """With a metric Σ, the alignment equals E[k1 k2]/sqrt(E k1² E k2²) over x1, x2 ~ N(0, Σ)."""
+    rng = make_rng(3)
+    a, b = rng.standard_normal((2, 3, 3))
+    k1, k2 = a @ a.T, b @ b.T
+    sig = pl.random_spd(rng, 3, 3.0)
+    n = 400_000
+    x1, x2 = rng.multivariate_normal(np.zeros(3), sig, size=(2, n))
+    f1 = np.einsum("ni,ij,nj->n", x1, k1, x2)
+    f2 = np.einsum("ni,ij,nj->n", x1, k2, x2)
+    mc = np.mean(f1 * f2) / np.sqrt(np.mean(f1 ** 2) * np.mean(f2 ** 2))
+    assert pl.kernel_alignment(k1, k2, metric=sig) == pytest.approx(mc, abs=0.01)
+
+
+def test_joint_alignment_matrix():
+    rng = make_rng(4)
+    ks_a = np.stack([(lambda p: p.T @ p)(rng.standard_normal((3, 3))) for _ in range(2)])
+    ks_b = np.stack([(lambda p: p.T @ p)(rng.standard_normal((3, 3))) for _ in range(3)])
+    m = pl.joint_alignment(ks_a, ks_b, reference=np.eye(3))
+    assert m.shape == (6, 6)
+    assert np.allclose(np.diag(m), 1) and np.allclose(m, m.T)
+    assert m[1, 3] == pytest.approx(pl.kernel_alignment(ks_a[1], ks_b[1]))
+    assert m[4, 5] == pytest.approx(pl.kernel_alignment(ks_b[2], np.eye(3)))
+
+
+# ---------------------------------------------------------------------------------------------
+# The entropic term: Eq. 14, closed forms against autodiff and Monte Carlo
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def deep():
+    task = pl.random_task(31, n=4, m=3, noise=0.5)
+    net = pl.random_edln(32, 4, 3, (5, 3, 6), cond=3.0)
+    return net, task, pl.init_weights(net, 33)
+
+
+def test_eq14_per_sample_with_autograd(deep):
+    """‖∇_{W_i} ℓ‖² = ‖∇_{h^{i+1}} ℓ‖² ‖h^i‖², sample by sample, with gradients from autograd."""
+    torch = pytest.importorskip("torch")
+    net, task, w = deep
+    x, _, y = pl.sample_data(task, 34, 50)
+    grads, reps, rgs = pl.per_sample_gradients(net, w, x, y)
+    for s in range(x.shape[0]):
+        ws = [torch.tensor(a, requires_grad=True) for a in w]
+        h = [torch.tensor(net.input_map @ x[s])]
+        for wi in ws:
+            h.append(wi @ h[-1])
+            h[-1].retain_grad()
+        loss = ((torch.tensor(net.m_out) @ h[-1] - torch.tensor(y[s])) ** 2).sum()
+        loss.backward()
+        for i in range(net.depth):
+            g_w = ws[i].grad.numpy()
+            g_h = h[i + 1].grad.numpy()
+            lhs = (g_w ** 2).sum()
+            rhs = (g_h ** 2).sum() * (h[i].detach().numpy() ** 2).sum()
+            assert lhs == pytest.approx(rhs, rel=1e-12)
+            assert np.allclose(grads[i][s], g_w, rtol=1e-11, atol=1e-12)
+            assert np.allclose(rgs[i][s], g_h, rtol=1e-11, atol=1e-12)
+
+
+def test_entropy_closed_form_against_monte_carlo(deep):
+    net, task, w = deep
+    exact = pl.entropy_term(net, task, w)
+    est, se = pl.entropy_term_mc(net, task, w, 35, 400_000)
+    assert abs(est - exact) < 4 * se
+    assert se < 0.02 * exact  # the check has power
+
+
+def test_gradient_moments_against_monte_carlo(deep):
+    net, task, w = deep
+    mom = pl.gradient_moments(net, task, w)
+    x, _, y = pl.sample_data(task, 36, 200_000)
+    grads, _, _ = pl.per_sample_gradients(net, w, x, y)
+    for i, g in enumerate(grads):
+        for emp_samples, th in ((np.einsum("nij,nkj->nik", g, g), mom[i][0]),
+                                (np.einsum("nji,njk->nik", g, g), mom[i][1])):
+            mean, se = emp_samples.mean(0), emp_samples.std(0) / np.sqrt(len(x))
+            assert np.all(np.abs(mean - th) < 5 * se + 1e-12)
+        assert np.trace(mom[i][0]) == pytest.approx(pl.entropy_term(net, task, w, per_layer=True)[i], rel=1e-12)
+
+
+def test_entropy_and_loss_gradients_against_autograd(deep):
+    torch = pytest.importorskip("torch")
+    net, task, w = deep
+    sx, se = torch.tensor(task.sigma_x), torch.tensor(task.sigma_eps)
+    ws = [torch.tensor(a, requires_grad=True) for a in w]
+    p = [torch.tensor(net.input_map)]
+    for wi in ws:
+        p.append(wi @ p[-1])
+    a = torch.tensor(net.m_out) @ p[-1] - torch.tensor(task.v_star)
+    omega = a @ sx @ a.T + se
+    q = [None] * net.depth
+    q[-1] = torch.tensor(net.m_out)
+    for i in range(net.depth - 2, -1, -1):
+        q[i] = q[i + 1] @ ws[i + 1]
+    s = 0.0
+    for i in range(net.depth):
+        hh, cc = p[i].T @ p[i], q[i] @ q[i].T
+        s = s + 4 * (torch.trace(cc @ omega) * torch.trace(hh @ sx) + 2 * torch.trace(cc @ a @ sx @ hh @ sx @ a.T))
+    loss = torch.trace(omega)
+    assert s.item() == pytest.approx(pl.entropy_term(net, task, w), rel=1e-12)
+    assert loss.item() == pytest.approx(pl.population_loss(net, task, w), rel=1e-12)
+    g_s = torch.autograd.grad(s, ws, retain_graph=True)
+    g_l = torch.autograd.grad(loss, ws)
+    for mine, ref in zip(pl.entropy_gradient(net, task, w), g_s):
+        assert np.allclose(mine, ref.numpy(), rtol=1e-10, atol=1e-10 * np.abs(ref.numpy()).max())
+    for mine, ref in zip(pl.loss_gradient(net, task, w), g_l):
+        assert np.allclose(mine, ref.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_minibatch_gradient_is_linear_in_second_moments(deep):
+    net, task, w = deep
+    x, eps, y = pl.sample_data(task, 37, 7)
+    grads, _, _ = pl.per_sample_gradients(net, w, x, y)
+    u = np.concatenate([x, eps], axis=1)
+    s_hat = u.T @ u / len(u)
+    for mine, ref in zip(pl.minibatch_gradient(net, task, w, s_hat), grads):
+        assert np.allclose(mine, ref.mean(0), rtol=1e-12, atol=1e-13)
+
+
+def test_sgd_charge_drift_matches_one_step_monte_carlo():
+    """One SGD step changes the charges by η²(gᵀg − g gᵀ); its mean is charge_drift (at a global
+    minimum: (η²/B) × the gradient imbalance of Eq. 31)."""
+    task = pl.random_task(41, n=3, m=3, noise=0.5)
+    net = pl.random_edln(42, 3, 3, (4, 3), cond=2.0)
+    w0 = pl.random_global_minimum(net, task, 43)
+    r, eta, batch = 100_000, 0.02, 4
+    stacked = [np.broadcast_to(a, (r,) + a.shape).copy() for a in w0]
+    out = pl.train_sgd(net, task, stacked, lr=eta, batch_size=batch, steps=1, seed=44, record_every=1)
+    theory = pl.charge_drift(net, task, w0, lr=eta, batch_size=batch)
+    for c0, c1, th in zip(pl.noether_charges(w0), pl.noether_charges(out.weights), theory):
+        d = c1 - c0
+        mean, se = d.mean(0), d.std(0) / np.sqrt(r)
+        assert np.all(np.abs(mean - th) < 5 * se)
+        assert np.abs(th).max() > 20 * se.max()  # the drift is resolved
+
+
+# ---------------------------------------------------------------------------------------------
+# Minima, symmetry, Platonic minimum
+# ---------------------------------------------------------------------------------------------
+
+def test_platonic_minimum_is_balanced_and_minimal():
+    task = pl.random_task(51, n=3, m=4, noise=0.4)
+    kstar = task.platonic_kernel()
+    for seed, widths in enumerate([(3,), (4, 5), (5, 3, 6, 4)]):
+        net = pl.random_edln(52 + seed, 3, 4, widths, cond=3.0)
+        w = pl.platonic_minimum(net, task, seed)
+        assert pl.population_loss(net, task, w) == pytest.approx(np.trace(task.sigma_eps), rel=1e-12)
+        assert max(np.abs(g).max() for g in pl.loss_gradient(net, task, w)) < 1e-12
+        assert pl.entropy_term(net, task, w) == pytest.approx(pl.minimal_entropy(net, task), rel=1e-12)
+        terms = pl.entropy_term(net, task, w, per_layer=True)
+        assert np.allclose(terms, terms.mean(), rtol=1e-12)
+        for ratios in pl.gradient_balance(net, task, w):
+            assert np.allclose(ratios, 1.0, atol=1e-10)
+        assert np.allclose(pl.kernel_alignment(pl.hidden_kernels(net, w), kstar), 1.0, atol=1e-13)
+
+
+def test_library_orbit_minimiser_agrees(task, square_net):
+    w0 = pl.random_global_minimum(square_net, task, 7)
+    w, res = pl.minimize_entropy_on_orbit(square_net, task, w0)
+    assert res.fun == pytest.approx(pl.minimal_entropy(square_net, task), rel=1e-10)
+    k = pl.hidden_kernels(square_net, w, normalize=True)[0]
+    assert np.linalg.norm(k - task.platonic_kernel()) < 1e-7
+
+
+def test_min_norm_minimum_is_the_weight_decay_limit():
+    task = pl.random_task(56, n=3, m=4, noise=0.4)
+    net = pl.random_edln(57, 3, 4, (4, 3, 5), cond=3.0)
+    w = pl.min_norm_minimum(net, task, 58)
+    assert pl.population_loss(net, task, w) == pytest.approx(np.trace(task.sigma_eps), rel=1e-12)
+    for c in pl.noether_charges(w):
+        assert np.abs(c).max() < 1e-12                       # norm balance
+    x = np.linalg.solve(net.m_out, task.v_star) @ np.linalg.inv(net.input_map)
+    sv = np.linalg.svd(x, compute_uv=False)
+    norm = sum((a ** 2).sum() for a in w)
+    assert norm == pytest.approx(net.depth * np.sum(sv ** (2 / net.depth)), rel=1e-12)
+    rng = make_rng(59)
+    for layer in range(1, net.depth):
+        d = net.widths[layer - 1]
+        w2 = pl.symmetry_transform(w, layer, expm(0.1 * rng.standard_normal((d, d))))
+        assert sum((a ** 2).sum() for a in w2) > norm            # a strict minimum along the orbits
+    # and gradient descent with a small weight decay converges to its kernels
+    g = pl.train_gd(net, task, pl.init_weights(net, 60), lr=0.02, weight_decay=1e-2, steps=20_000,
+                    lr_warmup=1000, record_every=20_000)
+    al = pl.kernel_alignment(g.kernels[-1][0], pl.hidden_kernels(net, w))
+    assert np.all(al > 0.98)            # 0.991-0.998 measured; the rest is the O(λ) shrinkage
+    assert pl.kernel_alignment(pl.hidden_kernels(net, w), task.platonic_kernel()).min() < 0.9
+
+
+def test_alignment_blocks():
+    m = np.ones((5, 5))
+    m[0, 2] = m[2, 0] = 0.5       # across
+    m[3, 4] = m[4, 3] = 0.7       # B's second layer vs the reference
+    m[1, 2] = m[2, 1] = 0.9       # across
+    b = pl.alignment_blocks(m, (2, 2))
+    assert b["within A"] == 1 and b["within B"] == 1
+    assert b["across"] == 0.5 and b["vs K*"] == 0.7 and b["all"] == 0.5
+    assert b["mean"] == pytest.approx((20 - 2 * (0.5 + 0.3 + 0.1)) / 20)
+    with pytest.raises(ValueError, match="matrices"):
+        pl.alignment_blocks(np.ones((4, 4)), (2, 2))
+
+
+def test_symmetry_keeps_loss_and_breaks_alignment():
+    """Eqs. 16-18: a random T leaves L unchanged, raises S and misaligns the layer."""
+    task = pl.random_task(61, n=3, m=3, noise=0.5)
+    net = pl.random_edln(62, 3, 3, (4, 5), cond=2.0)
+    w = pl.platonic_minimum(net, task, 63)
+    rng = make_rng(64)
+    t = expm(0.5 * rng.standard_normal((4, 4)))
+    w2 = pl.symmetry_transform(w, 1, t)
+    assert pl.population_loss(net, task, w2) == pytest.approx(pl.population_loss(net, task, w), rel=1e-12)
+    assert pl.entropy_term(net, task, w2) > 1.01 * pl.entropy_term(net, task, w)
+    p = w[0] @ net.input_map
+    k2 = pl.hidden_kernels(net, w2)[0]
+    ti = np.linalg.inv(t)
+    assert np.allclose(k2, p.T @ ti.T @ ti @ p, rtol=1e-10)  # Eq. 18
+    assert pl.kernel_alignment(k2, task.platonic_kernel()) < 0.99
+    assert np.allclose(pl.hidden_kernels(net, w2)[1], pl.hidden_kernels(net, w)[1], rtol=1e-10)  # other layer intact
+
+
+def test_sharpness_against_explicit_hessian():
+    torch = pytest.importorskip("torch")
+    task = pl.random_task(71, n=2, m=2, noise=0.5)
+    net = pl.random_edln(72, 2, 2, (3,), cond=2.0)
+    w = pl.platonic_minimum(net, task, 73)
+    shapes = [a.shape for a in w]
+    sizes = [a.size for a in w]
+
+    def loss(flat):
+        parts = torch.split(flat, sizes)
+        ws = [pp.reshape(s) for pp, s in zip(parts, shapes)]
+        u = torch.tensor(net.m_out) @ ws[1] @ ws[0] @ torch.tensor(net.input_map)
+        a = u - torch.tensor(task.v_star)
+        return torch.trace(a @ torch.tensor(task.sigma_x) @ a.T)
+
+    flat = torch.tensor(np.concatenate([a.ravel() for a in w]))
+    h = torch.autograd.functional.hessian(loss, flat).numpy()
+    assert pl.sharpness(net, task, w, iters=500) == pytest.approx(np.linalg.eigvalsh(h)[-1], rel=1e-8)
+
+
+def test_random_matrices_have_the_stated_conditioning():
+    rng = make_rng(81)
+    assert np.linalg.cond(pl.random_invertible(rng, 5, 3.0)) == pytest.approx(3.0, rel=1e-10)
+    assert np.linalg.cond(pl.random_spd(rng, 4, 2.0)) == pytest.approx(2.0, rel=1e-10)
+    task = pl.random_task(82, n=4, m=5, noise=0.3, cond_v=3.0)
+    sv = np.linalg.svd(task.v_star, compute_uv=False)
+    assert sv[0] / sv[-1] == pytest.approx(3.0, rel=1e-10)
+    assert np.trace(task.sigma_eps) == pytest.approx(0.3 * 5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Training: Theorem 1 on small networks, and the gradient-descent control
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small_pair():
+    """Two small EDLNs of depths 2 and 3 on views of the same 3-dimensional latent data."""
+    task = pl.random_task(91, n=3, m=3, noise=0.5)
+    net_a = pl.random_edln(92, 3, 3, (4,), cond=2.0, name="A")
+    net_b = pl.random_edln(93, 3, 3, (3, 5), cond=2.0, name="B")
+    seeds = 4
+    return task, net_a, net_b, pl.init_weights(net_a, 94, replicas=seeds), pl.init_weights(net_b, 95, replicas=seeds)
+
+
+def _all_pairs(task, ka, kb):
+    m = pl.joint_alignment(ka, kb, reference=task.platonic_kernel())
+    off = ~np.eye(m.shape[-1], dtype=bool)
+    return m[:, off]
+
+
+def test_entropic_loss_reaches_platonic_alignment(small_pair):
+    """Gradient descent on L + γS (γ annealed 0.02 → 2e-4, the η → 0⁺ objective) aligns every
+    hidden layer of both networks with each other and with K⋆ (quick-mode sizes)."""
+    task, net_a, net_b, wa, wb = small_pair
+    kw = dict(lr=0.04, steps=4000, gamma=0.02, gamma_warmup=300, gamma_final=2e-4, lr_warmup=300,
+              record_every=4000)
+    ra, rb = pl.train_gd(net_a, task, wa, **kw), pl.train_gd(net_b, task, wb, **kw)
+    al = _all_pairs(task, ra.kernels[-1], rb.kernels[-1])
+    assert al.min() >= 0.999
+    assert np.all(np.abs(ra.loss[-1] - np.trace(task.sigma_eps)) < 1e-3)
+    assert np.all(np.abs(rb.loss[-1] - np.trace(task.sigma_eps)) < 1e-3)
+
+
+def test_sgd_reaches_platonic_alignment_and_gd_does_not(small_pair):
+    """Online SGD with label noise (η = 0.03, B = 8, 10⁴ steps, kernels averaged over the last
+    30 % of the run) aligns all layers; plain GD from the same initialisations does not."""
+    task, net_a, net_b, wa, wb = small_pair
+    kw = dict(lr=0.03, batch_size=8, steps=10_000, lr_warmup=300, record_every=200)
+    ra = pl.train_sgd(net_a, task, wa, seed=96, **kw)
+    rb = pl.train_sgd(net_b, task, wb, seed=97, **kw)
+    al = _all_pairs(task, ra.window_kernels(0.3), rb.window_kernels(0.3))
+    assert al.min() >= 0.95
+    # the same initialisations under plain gradient descent keep their imbalance
+    gd = dict(lr=0.03, steps=4000, lr_warmup=300, record_every=4000)
+    ga, gb = pl.train_gd(net_a, task, wa, **gd), pl.train_gd(net_b, task, wb, **gd)
+    assert np.all(np.abs(ga.loss[-1] - np.trace(task.sigma_eps)) < 1e-6)  # GD did converge
+    assert np.all(np.abs(gb.loss[-1] - np.trace(task.sigma_eps)) < 1e-6)
+    gd_al = _all_pairs(task, ga.kernels[-1], gb.kernels[-1])
+    assert gd_al.mean() < 0.9   # stated bound: mean over pairs and seeds below 0.9
+    assert gd_al.min() < 0.8
+
+
+def test_no_label_noise_selects_nothing(small_pair):
+    """Without label noise S vanishes on the minima: SGD ends where gradient descent ends."""
+    task, net_a, _, wa, _ = small_pair
+    quiet = task.with_noise(np.zeros((3, 3)))
+    r = pl.train_sgd(net_a, quiet, wa, lr=0.01, batch_size=4, steps=4000, seed=98, lr_warmup=500, record_every=4000)
+    assert np.all(r.entropy[-1] < 1e-6 * r.entropy[0])
+    g = pl.train_gd(net_a, quiet, wa, lr=0.01, steps=4000, lr_warmup=500, record_every=4000)
+    kstar = task.platonic_kernel()
+    a_sgd = pl.kernel_alignment(r.kernels[-1], kstar)
+    a_gd = pl.kernel_alignment(g.kernels[-1], kstar)
+    assert np.all(np.abs(a_sgd - a_gd) < 0.05)
+    assert a_sgd.mean() < 0.95
+
+
+def test_divergence_is_reported_not_silent(small_pair):
+    task, net_a, _, wa, _ = small_pair
+    with pytest.raises(pl.DivergenceError, match="lr=2"):
+        pl.train_sgd(net_a, task, wa, lr=2.0, batch_size=4, steps=200, seed=1, record_every=10)
+
+
+def test_window_average(small_pair):
+    task, net_a, _, wa, _ = small_pair
+    r = pl.train_sgd(net_a, task, wa, lr=0.01, batch_size=4, steps=100, seed=1, record_every=10)
+    assert np.allclose(r.window_kernels(0.2), r.kernels[r.steps >= 80].mean(0))
+    assert np.allclose(r.window_kernels(1.0), r.kernels[1:].mean(0))
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+
+def test_bad_inputs_raise_value_errors_naming_the_parameter():
+    rng = make_rng(100)
+    good = rng.standard_normal((3, 3))
+    singular = np.outer([1.0, 2, 3], [1.0, 0, 1])
+    with pytest.raises(ValueError, match="view"):
+        pl.EDLN((3,), good, good, singular)
+    with pytest.raises(ValueError, match="m_in"):
+        pl.EDLN((3,), singular, good, good)
+    with pytest.raises(ValueError, match="m_out"):
+        pl.EDLN((3,), good, singular, good)
+    with pytest.raises(ValueError, match="view"):
+        pl.EDLN((3,), good, good, np.eye(4))
+    with pytest.raises(ValueError, match="widths"):
+        pl.EDLN((), good, good, good)
+    with pytest.raises(ValueError, match="widths"):
+        pl.EDLN((3, 0), good, good, good)
+    not_spd = np.diag([1.0, -1.0, 2.0])
+    v = rng.standard_normal((3, 3))
+    with pytest.raises(ValueError, match="sigma_x"):
+        pl.platonic_kernel(v, not_spd, np.eye(3))
+    with pytest.raises(ValueError, match="sigma_eps"):
+        pl.platonic_kernel(v, np.eye(3), not_spd)
+    with pytest.raises(ValueError, match="sigma_x"):
+        pl.platonic_kernel(v, good, np.eye(3))  # not symmetric
+    with pytest.raises(ValueError, match="sigma_eps"):
+        pl.platonic_kernel(v, np.eye(3), np.zeros((3, 3)))  # no noise: no Platonic kernel
+    with pytest.raises(ValueError, match="sigma_x"):
+        pl.platonic_kernel(v, np.eye(4), np.eye(3))  # shape mismatch
+    with pytest.raises(ValueError, match="sigma_eps"):
+        pl.platonic_kernel(v, np.eye(3), np.eye(2))
+    with pytest.raises(ValueError, match="V"):
+        pl.platonic_kernel(np.zeros((3, 3)), np.eye(3), np.eye(3))
+    with pytest.raises(ValueError, match="sigma_x"):
+        pl.Task(v, not_spd, np.eye(3))
+    with pytest.raises(ValueError, match="sigma_eps"):
+        pl.Task(v, np.eye(3), not_spd)
+    with pytest.raises(ValueError, match="sigma_x"):
+        pl.Task(v, np.eye(2), np.eye(3))
+    with pytest.raises(ValueError, match="K1"):
+        pl.kernel_alignment(np.zeros((3, 3)), np.eye(3))
+    with pytest.raises(ValueError, match="K2"):
+        pl.kernel_alignment(np.eye(3), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="same size"):
+        pl.kernel_alignment(np.eye(3), np.eye(2))
+    # a width below rank V*
+    task = pl.Task(np.diag([1.0, 2.0, 0.5]), np.eye(3), np.eye(3))
+    narrow = pl.EDLN((3, 2, 4), good, good, good)
+    with pytest.raises(ValueError, match="widths"):
+        pl.entropy_term(narrow, task, pl.init_weights(narrow, 0))
+    with pytest.raises(ValueError, match="widths"):
+        pl.train_sgd(narrow, task, pl.init_weights(narrow, 0), lr=0.01, batch_size=2, steps=1)
+    # a narrow layer is fine when V* has low rank
+    low = pl.Task(np.diag([1.0, 2.0, 0.0]), np.eye(3), np.eye(3))
+    assert np.isfinite(pl.entropy_term(narrow, low, pl.init_weights(narrow, 0)))
+    # network and task dimensions, weight shapes
+    net = pl.EDLN((3,), good, good, good)
+    with pytest.raises(ValueError, match="m_out"):
+        pl.population_loss(net, pl.random_task(0, n=3, m=4), pl.init_weights(net, 0))
+    with pytest.raises(ValueError, match="m_in"):
+        pl.population_loss(net, pl.random_task(0, n=4, m=3), pl.init_weights(pl.random_edln(0, 4, 3, (3,)), 0))
+    task3 = pl.random_task(0, n=3, m=3)
+    with pytest.raises(ValueError, match=r"weights\[1\]"):
+        pl.entropy_term(net, task3, [np.eye(3), np.eye(4)])
+    with pytest.raises(ValueError, match="weights"):
+        pl.entropy_term(net, task3, [np.eye(3)])
+    with pytest.raises(ValueError, match="lr"):
+        pl.train_gd(net, task3, pl.init_weights(net, 0), lr=-0.1, steps=1)
+    with pytest.raises(ValueError, match="batch_size"):
+        pl.train_sgd(net, task3, pl.init_weights(net, 0), lr=0.1, batch_size=0, steps=1)
+    with pytest.raises(ValueError, match="s_hat"):
+        pl.minibatch_gradient(net, task3, pl.init_weights(net, 0), np.eye(5))
+    with pytest.raises(ValueError, match="T"):
+        pl.symmetry_transform(pl.init_weights(net, 0), 1, singular)
+    with pytest.raises(ValueError, match="v_star"):
+        pl.platonic_minimum(net, low, 0)
