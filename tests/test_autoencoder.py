@@ -218,6 +218,13 @@ def test_simulated_scales_follow_the_lambert_law():
     lam = ae.geometric_spectrum(20)
     res = ae.simulate_sgd(lam, 10, 0.005, 32, steps=384_000, seeds=2, record_every=32_000, seed=11)
     assert res.S.shape == (2, 13, 10, 10) and res.tau[-1] == pytest.approx(0.3)
+    # the documented result fields: steps (R,), tau = steps η²/B, Q like S, loss (seeds, R)
+    assert np.array_equal(res.steps, np.arange(0, 384_001, 32_000))
+    assert np.allclose(res.tau, res.steps * 0.005**2 / 32, rtol=1e-15, atol=0)
+    assert res.Q.shape == res.S.shape and res.loss.shape == (2, 13)
+    # on the PCA manifold the population loss is its minimum ½ Σ_{j>k} λ_j, up to the O(η/B) fluctuations
+    assert np.all(res.loss >= 0.5 * lam[10:].sum() - 1e-12)
+    assert np.allclose(res.loss, 0.5 * lam[10:].sum(), rtol=0.01)
     theory = ae.lambert_scale(1.0, ae.growth_rates(lam, 10)[None, :], res.tau[:, None])
     err = np.abs(res.scales.mean(0) / theory - 1)
     assert err.max() < 0.03
@@ -346,6 +353,10 @@ def test_corrected_flow_and_fluctuations_match_sgd_at_large_eta():
     cor = ae.corrected_scale(lam, 10, 0.02, res.tau[1:])
     assert np.abs(sim / lw - 1).max() > 0.025
     assert np.abs(sim / cor - 1).max() < 0.01
+    # Q = WᵀW − UUᵀ and S = WᵀW as recorded agree with the recorded weights
+    Wt = np.swapaxes(res.W, -1, -2)
+    assert np.allclose(res.S, Wt @ res.W, rtol=1e-12, atol=1e-12)
+    assert np.allclose(res.Q, Wt @ res.W - res.U @ np.swapaxes(res.U, -1, -2), rtol=1e-12, atol=1e-12)
     w_sim = (res.W[:, 1:, 10:, :] ** 2).sum((-1, -2)).mean()
     w_th = np.mean([ae.off_manifold_fluctuations(lam, 10, s, 0.02, 128)[0] for s in res.scales.mean(0)[1:]])
     assert w_sim == pytest.approx(w_th, rel=0.1)

@@ -163,7 +163,7 @@ def deep():
 
 def test_eq14_per_sample_with_autograd(deep):
     """‖∇_{W_i} ℓ‖² = ‖∇_{h^{i+1}} ℓ‖² ‖h^i‖², sample by sample, with gradients from autograd."""
-    torch = pytest.importorskip("torch")
+    import torch
     net, task, w = deep
     x, _, y = pl.sample_data(task, 34, 50)
     grads, reps, rgs = pl.per_sample_gradients(net, w, x, y)
@@ -207,7 +207,7 @@ def test_gradient_moments_against_monte_carlo(deep):
 
 
 def test_entropy_and_loss_gradients_against_autograd(deep):
-    torch = pytest.importorskip("torch")
+    import torch
     net, task, w = deep
     sx, se = torch.tensor(task.sigma_x), torch.tensor(task.sigma_eps)
     ws = [torch.tensor(a, requires_grad=True) for a in w]
@@ -260,6 +260,37 @@ def test_sgd_charge_drift_matches_one_step_monte_carlo():
         mean, se = d.mean(0), d.std(0) / np.sqrt(r)
         assert np.all(np.abs(mean - th) < 5 * se)
         assert np.abs(th).max() > 20 * se.max()  # the drift is resolved
+
+
+def test_entropic_gd_step_moves_charges_like_sgd():
+    """γ = η/(4B). (i) The derivative of S along the symmetry direction, D_k = ∇_{W_k}S W_kᵀ −
+    W_{k+1}ᵀ∇_{W_{k+1}}S, is twice the gradient imbalance (Prop. "balance conditions" (c)).
+    (ii) One gradient-descent step on L + γS at a global minimum changes the charges by exactly the
+    expected SGD drift (η²/B)(imbalance) plus its own second-order term η²(g_{k+1}ᵀg_{k+1} − g_k g_kᵀ),
+    g = ∇(L + γS), which is O(η⁴): halving η divides the relative deviation by 4."""
+    task = pl.random_task(45, n=3, m=3, noise=0.5)
+    net = pl.random_edln(46, 3, 3, (4, 3, 5), cond=2.0)
+    w0 = pl.random_global_minimum(net, task, 47)
+    g_s, mom = pl.entropy_gradient(net, task, w0), pl.gradient_moments(net, task, w0)
+    for k in range(net.depth - 1):
+        d = g_s[k] @ w0[k].T - w0[k + 1].T @ g_s[k + 1]
+        imbalance = mom[k + 1][1] - mom[k][0]
+        assert np.abs(d - 2 * imbalance).max() < 1e-10 * np.abs(imbalance).max()
+    batch, devs = 4, []
+    for eta in (0.01, 0.005):
+        gamma = eta / (4 * batch)
+        run = pl.train_gd(net, task, w0, lr=eta, gamma=gamma, steps=1, record_every=1)
+        c0, c1 = pl.noether_charges(w0), pl.noether_charges([a[0] for a in run.weights])
+        drift = pl.charge_drift(net, task, w0, lr=eta, batch_size=batch)
+        g = [gl + gamma * gs for gl, gs in zip(pl.loss_gradient(net, task, w0), g_s)]
+        dev = 0.0
+        for k in range(net.depth - 1):
+            second = eta ** 2 * (g[k + 1].T @ g[k + 1] - g[k] @ g[k].T)
+            scale = np.abs(drift[k]).max()
+            assert np.abs(c1[k] - c0[k] - drift[k] - second).max() < 1e-9 * scale
+            dev = max(dev, np.abs(c1[k] - c0[k] - drift[k]).max() / scale)
+        devs.append(dev)
+    assert devs[0] / devs[1] == pytest.approx(4.0, rel=1e-3)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -346,7 +377,7 @@ def test_symmetry_keeps_loss_and_breaks_alignment():
 
 
 def test_sharpness_against_explicit_hessian():
-    torch = pytest.importorskip("torch")
+    import torch
     task = pl.random_task(71, n=2, m=2, noise=0.5)
     net = pl.random_edln(72, 2, 2, (3,), cond=2.0)
     w = pl.platonic_minimum(net, task, 73)
