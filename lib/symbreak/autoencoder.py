@@ -131,6 +131,15 @@ def _scales(s, k: int) -> np.ndarray:
     return s
 
 
+def _check_decoder_encoder(W, U, d: int, *, names=("W", "U")):
+    """Validate a decoder ``W`` (d, k) and an encoder ``U`` (k, d) of matching width."""
+    W = check_array(names[0], W, ndim=2)
+    if W.shape[0] != d:
+        raise ValueError(f"{names[0]} must have d = {d} rows, got shape {W.shape}")
+    U = check_array(names[1], U, shape=(W.shape[1], d))
+    return W, U
+
+
 def _dtype(dtype) -> np.dtype:
     dt = np.dtype(dtype)
     if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
@@ -553,11 +562,8 @@ def autograd_hessian(lambdas, W, U) -> np.ndarray:
 
     lam = _spectrum(lambdas)
     d = lam.size
-    W = check_array("W", W, ndim=2)
-    if W.shape[0] != d:
-        raise ValueError(f"W must have d = {d} rows, got shape {W.shape}")
+    W, U = _check_decoder_encoder(W, U, d, names=("W", "U"))
     k = W.shape[1]
-    U = check_array("U", U, shape=(k, d))
     sig = torch.tensor(lam, dtype=torch.float64)
     eye = torch.eye(d, dtype=torch.float64)
 
@@ -856,11 +862,8 @@ def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 
 
     lam = _spectrum(lambdas)
     d = lam.size
-    W0 = check_array("W0", W0, ndim=2)
-    if W0.shape[0] != d:
-        raise ValueError(f"W0 must have d = {d} rows, got shape {W0.shape}")
+    W0, U0 = _check_decoder_encoder(W0, U0, d, names=("W0", "U0"))
     k = W0.shape[1]
-    U0 = check_array("U0", U0, shape=(k, d))
     times = check_array("times", times, ndim=1)
     if times.size == 0 or np.any(times < 0) or np.any(np.diff(times) < 0):
         raise ValueError("times must be a non-empty, non-decreasing array >= 0")
