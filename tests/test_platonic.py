@@ -162,27 +162,19 @@ def deep():
 
 
 def test_eq14_per_sample_with_autograd(deep):
-    """‖∇_{W_i} ℓ‖² = ‖∇_{h^{i+1}} ℓ‖² ‖h^i‖², sample by sample, with gradients from autograd."""
-    import torch
+    """‖∇_{W_i} ℓ‖² = ‖∇_{h^{i+1}} ℓ‖² ‖h^i‖², sample by sample, with gradients from autograd;
+    the closed-form per-sample gradients agree with autograd."""
     net, task, w = deep
     x, _, y = pl.sample_data(task, 34, 50)
     grads, reps, rgs = pl.per_sample_gradients(net, w, x, y)
-    for s in range(x.shape[0]):
-        ws = [torch.tensor(a, requires_grad=True) for a in w]
-        h = [torch.tensor(net.input_map @ x[s])]
-        for wi in ws:
-            h.append(wi @ h[-1])
-            h[-1].retain_grad()
-        loss = ((torch.tensor(net.m_out) @ h[-1] - torch.tensor(y[s])) ** 2).sum()
-        loss.backward()
-        for i in range(net.depth):
-            g_w = ws[i].grad.numpy()
-            g_h = h[i + 1].grad.numpy()
-            lhs = (g_w ** 2).sum()
-            rhs = (g_h ** 2).sum() * (h[i].detach().numpy() ** 2).sum()
-            assert lhs == pytest.approx(rhs, rel=1e-12)
-            assert np.allclose(grads[i][s], g_w, rtol=1e-11, atol=1e-12)
-            assert np.allclose(rgs[i][s], g_h, rtol=1e-11, atol=1e-12)
+    a_grads, a_reps, a_rgs = pl.autograd_sample_gradients(net, w, x, y)
+    for i in range(net.depth):
+        lhs = (a_grads[i] ** 2).sum(axis=(1, 2))
+        rhs = (a_rgs[i] ** 2).sum(1) * (a_reps[i] ** 2).sum(1)
+        assert np.allclose(lhs, rhs, rtol=1e-12, atol=0)
+        assert np.allclose(grads[i], a_grads[i], rtol=1e-11, atol=1e-12)
+        assert np.allclose(rgs[i], a_rgs[i], rtol=1e-11, atol=1e-12)
+        assert np.allclose(reps[i], a_reps[i], rtol=1e-12, atol=1e-13)
 
 
 def test_entropy_closed_form_against_monte_carlo(deep):
@@ -483,6 +475,22 @@ def test_window_average(small_pair):
     r = pl.train_sgd(net_a, task, wa, lr=0.01, batch_size=4, steps=100, seed=1, record_every=10)
     assert np.allclose(r.window_kernels(0.2), r.kernels[r.steps >= 80].mean(0))
     assert np.allclose(r.window_kernels(1.0), r.kernels[1:].mean(0))
+
+
+def test_slow_time_and_alignment_deficit(small_pair):
+    """The slow time sums the (warmed-up) step weights; the deficit is 1 − mean alignment."""
+    task, net_a, _, wa, _ = small_pair
+    r = pl.train_sgd(net_a, task, wa, lr=0.01, batch_size=4, steps=100, seed=1, lr_warmup=40, record_every=10)
+    w = np.minimum((np.arange(100) + 1) / 40, 1.0)
+    assert np.allclose(r.slow_time(2.0, power=2), 2.0 * np.concatenate([[0.0], np.cumsum(w ** 2)])[r.steps])
+    assert np.allclose(r.slow_time(3.0, power=1)[-1], 3.0 * w.sum())
+    kstar = task.platonic_kernel()
+    expected = [1.0 - np.mean([pl.kernel_alignment(k, kstar) for k in ks.reshape(-1, 3, 3)]) for ks in r.kernels]
+    assert np.allclose(r.alignment_deficit(kstar), expected, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="reference"):
+        r.alignment_deficit(np.eye(4))
+    with pytest.raises(ValueError, match="power"):
+        r.slow_time(1.0, power=3)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -64,6 +64,7 @@ from .validation import (
     check_invertible,
     check_nonnegative,
     check_positive,
+    check_square,
     check_symmetric_positive_definite,
 )
 
@@ -104,6 +105,7 @@ __all__ = [
     "sample_data",
     "per_sample_gradients",
     "entropy_term_mc",
+    "autograd_sample_gradients",
     "TrainResult",
     "train_gd",
     "train_sgd",
@@ -1203,6 +1205,35 @@ def per_sample_gradients(net: EDLN, weights, x, y):
     return grads, reps, rep_grads
 
 
+def autograd_sample_gradients(net: EDLN, weights, x, y):
+    """The per-sample quantities of :func:`per_sample_gradients`, computed independently by PyTorch
+    autograd (one backward pass per sample, float64): a reference for Eq. 14 and for the
+    closed-form gradients. Same return convention ``(grads, reps, rep_grads)``."""
+    import torch
+
+    ws, sq = _stack(net, weights)
+    if not sq:
+        raise ValueError("weights must be unstacked (one network) for autograd_sample_gradients")
+    x = check_array("x", x, ndim=2, shape=(None, net.n))
+    y = check_array("y", y, ndim=2, shape=(x.shape[0], net.m))
+    m_out = torch.tensor(net.m_out)
+    grads = [np.empty((x.shape[0],) + w.shape[1:]) for w in ws]
+    reps = [np.empty((x.shape[0], w.shape[2])) for w in ws]
+    rep_grads = [np.empty((x.shape[0], w.shape[1])) for w in ws]
+    for s in range(x.shape[0]):
+        wt = [torch.tensor(w[0], requires_grad=True) for w in ws]
+        h = [torch.tensor(net.input_map @ x[s])]
+        for w in wt:
+            h.append(w @ h[-1])
+            h[-1].retain_grad()
+        ((m_out @ h[-1] - torch.tensor(y[s])) ** 2).sum().backward()
+        for i in range(net.depth):
+            grads[i][s] = wt[i].grad.numpy()
+            reps[i][s] = h[i].detach().numpy()
+            rep_grads[i][s] = h[i + 1].grad.numpy()
+    return grads, reps, rep_grads
+
+
 def entropy_term_mc(net: EDLN, task: Task, weights, seed, n_samples: int, *, chunk: int = 100_000):
     """Monte Carlo estimate of ``S`` from ``n_samples`` fresh samples, with its standard error.
 
@@ -1264,6 +1295,26 @@ class TrainResult:
         start = self.steps[-1] * (1.0 - fraction)
         sel = (self.steps >= start) & (self.steps > 0)
         return self.kernels[sel].mean(0)
+
+    def alignment_deficit(self, reference) -> np.ndarray:
+        """``1 − alignment`` of the hidden-layer kernels with ``reference`` (e.g. ``K⋆``), averaged
+        over hidden layers and replicas, at each record: shape ``(T,)``."""
+        reference = check_square("reference", reference, size=self.kernels.shape[-1])
+        return 1.0 - kernel_alignment(self.kernels, reference).mean(axis=(1, 2))
+
+    def slow_time(self, rate: float, power: int = 1) -> np.ndarray:
+        """The slow time at each record, ``τ_t = rate · Σ_{s<t} w_s^power``, where ``w_s`` is the
+        learning-rate warm-up factor ``min((s+1)/lr_warmup, 1)`` of step ``s`` (1 without warm-up).
+
+        ``power = 2`` with ``rate = η²/B`` is SGD's slow time (its charge drift scales as the
+        squared learning rate); ``power = 1`` with ``rate = 4γ·lr`` is that of gradient descent on
+        ``L + γS`` (its drift is linear in the learning rate)."""
+        rate = check_positive("rate", rate)
+        power = check_int("power", power, minimum=1, maximum=2)
+        warm = int(self.params.get("lr_warmup", 0) or 0)
+        t = np.arange(int(self.steps[-1]))
+        factor = np.minimum((t + 1) / warm, 1.0) if warm else np.ones(t.size)
+        return rate * np.concatenate([[0.0], np.cumsum(factor ** power)])[self.steps]
 
 
 def _merge(results, params):
