@@ -96,8 +96,8 @@ def test_divergence_is_reported_with_parameters():
     with pytest.raises(DivergenceError, match=r"step 7.*replica 1.*eta=0.5.*batch_size=4") as info:
         check_divergence(np.array([1.0, np.inf]), step=7, limit=10.0, params=lambda r: {"eta": 0.5, "batch_size": 4})
     assert info.value.step == 7 and info.value.replica == 1
-    with pytest.raises(DivergenceError):
-        check_divergence(np.array([11.0]), step=1, limit=10.0)
+    with pytest.raises(DivergenceError, match="^gradient descent diverged at step 1"):
+        check_divergence(np.array([11.0]), step=1, limit=10.0, method="gradient descent")
 
 
 def test_run_chunks_is_deterministic_and_independent_of_threads(monkeypatch):

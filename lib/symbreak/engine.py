@@ -154,7 +154,7 @@ def record_steps(steps: int, record_every: int) -> np.ndarray:
 
 
 class DivergenceError(RuntimeError):
-    """SGD left every bounded region: the run is past its stability edge.
+    """SGD (or gradient descent) left every bounded region: the run is past its stability edge.
 
     Attributes
     ----------
@@ -166,17 +166,18 @@ class DivergenceError(RuntimeError):
         The hyper-parameters of that replica (learning rate, batch size, ...).
     """
 
-    def __init__(self, step: int, replica: int, params: dict, value: float, limit: float):
+    def __init__(self, step: int, replica: int, params: dict, value: float, limit: float, method: str = "SGD"):
         self.step, self.replica, self.params, self.value, self.limit = step, replica, dict(params), value, limit
+        self.method = method
         desc = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items())
         super().__init__(
-            f"SGD diverged at step {step} (replica {replica}; {desc}): weight magnitude "
+            f"{method} diverged at step {step} (replica {replica}; {desc}): weight magnitude "
             f"{value:.3g} exceeds {limit:.3g}. The learning rate is past the stability edge "
             "(eta * lambda_max(Hessian) > 2); lower eta or raise the batch size."
         )
 
 
-def check_divergence(magnitude, *, step: int, limit: float, params=None) -> None:
+def check_divergence(magnitude, *, step: int, limit: float, params=None, method: str = "SGD") -> None:
     """Raise :class:`DivergenceError` if any replica's magnitude is non-finite or above ``limit``.
 
     Parameters
@@ -189,13 +190,15 @@ def check_divergence(magnitude, *, step: int, limit: float, params=None) -> None
         Magnitude regarded as divergent.
     params : callable or dict, optional
         ``params(r)`` (or ``params`` itself) gives the hyper-parameters of replica ``r`` for the report.
+    method : str
+        Name of the algorithm in the report (``"SGD"``, ``"gradient descent"``, ...).
     """
     mag = np.asarray(magnitude, dtype=float).reshape(-1)
     bad = ~np.isfinite(mag) | (mag > limit)
     if np.any(bad):
         r = int(np.flatnonzero(bad)[0])
         p = params(r) if callable(params) else (params or {})
-        raise DivergenceError(step, r, p, float(mag[r]), float(limit))
+        raise DivergenceError(step, r, p, float(mag[r]), float(limit), method)
 
 
 def n_workers() -> int:

@@ -1439,7 +1439,8 @@ def train_gd(net: EDLN, task: Task, weights, *, lr, steps: int, gamma=0.0, weigh
                 check_divergence(np.max([np.abs(a).max(axis=(1, 2)) for a in w], axis=0), step=t,
                                  limit=divergence_limit,
                                  params=lambda i: dict(lr=float(lr[sl][i]), gamma=float(g0[i]),
-                                                       weight_decay=float(wd[sl][i])))
+                                                       weight_decay=float(wd[sl][i])),
+                                 method="gradient descent")
                 rec += 1
                 if t == steps:
                     break
