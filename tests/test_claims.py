@@ -1,0 +1,100 @@
+"""The claims ledger: checks that can fail, records that round-trip, a report that catches gaps."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from symbreak import claims
+
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMBREAK_CLAIMS_DIR", str(tmp_path))
+    monkeypatch.delenv("BOOK_QUICK", raising=False)
+    return claims.Ledger("book/demo/page", "autoencoder", glue=False)
+
+
+def test_close_holds_and_fails(ledger):
+    assert ledger.close("d-a", "Eq. 6", "equal", 1.0, 1.0 + 1e-9, rtol=1e-6).holds
+    with pytest.raises(claims.ClaimError, match="d-b"):
+        ledger.close("d-b", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05)
+
+
+def test_close_rejects_nan_and_needs_a_tolerance(ledger):
+    with pytest.raises(claims.ClaimError):
+        ledger.close("d-c", "Eq. 6", "nan never holds", np.nan, 1.0, rtol=1.0)
+    with pytest.raises(ValueError, match="rtol"):
+        ledger.close("d-d", "Eq. 6", "no tolerance", 1.0, 1.0)
+
+
+def test_quick_tolerance_is_used_in_quick_mode(ledger, monkeypatch):
+    monkeypatch.setenv("BOOK_QUICK", "1")
+    assert ledger.close("d-e", "Eq. 6", "loose in quick mode", 1.04, 1.0, rtol=0.01, quick_rtol=0.05).holds
+    monkeypatch.setenv("BOOK_QUICK", "0")
+    with pytest.raises(claims.ClaimError):
+        ledger.close("d-f", "Eq. 6", "tight at full size", 1.04, 1.0, rtol=0.01, quick_rtol=0.05)
+
+
+def test_bound_sign_order_true(ledger):
+    assert ledger.bound("d-g", "Thm 7", "below 2", 1.9, upper=2.0).holds
+    with pytest.raises(claims.ClaimError):
+        ledger.bound("d-h", "Thm 7", "above 2", 1.9, lower=2.0)
+    assert ledger.sign("d-i", "Eq. 5", "positive", [1e-3, 2.0]).holds
+    with pytest.raises(claims.ClaimError):
+        ledger.sign("d-j", "Eq. 5", "negative", 0.0, positive=False)
+    assert ledger.order("d-k", "Fig. 1", "increasing", [1, 2, 3]).holds
+    with pytest.raises(claims.ClaimError):
+        ledger.order("d-l", "Fig. 1", "increasing", [1, 3, 2])
+    assert ledger.true("d-m", "Thm 1", "exact", True).holds
+    with pytest.raises(TypeError):
+        ledger.true("d-n", "Thm 1", "not a bool", 1)
+
+
+def test_bad_input(ledger):
+    with pytest.raises(ValueError, match="id"):
+        ledger.close("Bad Id", "Eq. 1", "x", 1.0, 1.0, rtol=1)
+    ledger.record("d-o", "Lemma 2", "derived in the text")
+    with pytest.raises(ValueError, match="twice"):
+        ledger.record("d-o", "Lemma 2", "again")
+    with pytest.raises(ValueError, match="status"):
+        ledger.record("d-p", "Lemma 2", "x", status="reproduced")
+    with pytest.raises(ValueError, match="paper"):
+        claims.Ledger("book/x", "nonsense", glue=False)
+    with pytest.raises(TypeError):
+        ledger.close("d-q", "Eq. 1", "x", "1.0", 1.0, rtol=1)
+
+
+def test_records_round_trip_and_report(ledger, tmp_path):
+    ledger.close("d-r", "Eq. 6", "equal", 2.0, 2.0, rtol=1e-3)
+    ledger.record("d-s", "Lemma 3", "derived", status="derived")
+    data = json.loads(ledger.path.read_text())
+    assert [c["id"] for c in data["claims"]] == ["d-r", "d-s"]
+    records = claims.load_records(tmp_path / "full")
+    inventory = [
+        {"paper": "autoencoder", "ref": "Eq. 6", "statement": "s", "status": "reproduced"},
+        {"paper": "autoencoder", "ref": "Eq. 9", "statement": "t", "status": "stated"},
+        {"paper": "autoencoder", "ref": "Eq. 10", "statement": "u", "status": "reproduced"},
+    ]
+    rows, problems = claims.build_report(records, inventory)
+    assert [r["ref"] for r in rows] == ["Eq. 6", "Lemma 3", "Eq. 9", "Eq. 10"]
+    assert len(problems) == 1 and "Eq. 10" in problems[0]
+    assert claims.validate_report(rows[:3]) == []
+    assert claims.validate_report([{"id": "x"}])
+
+
+def test_reopening_a_page_clears_its_records(ledger, monkeypatch):
+    ledger.close("d-t", "Eq. 6", "equal", 2.0, 2.0, rtol=1e-3)
+    again = claims.Ledger("book/demo/page", "autoencoder", glue=False)
+    assert json.loads(again.path.read_text())["claims"] == []
+
+
+def test_diff_reports():
+    a = [{"id": "x", "statement": "s", "status": "reproduced", "holds": True, "measured": 1.0, "expected": 1.0}]
+    b = [dict(a[0], measured=1.1), {"id": "y", "statement": "t", "status": "stated", "holds": None,
+                                     "measured": None, "expected": None}]
+    out = claims.diff_reports(a, b)
+    assert any(line.startswith("+ y") for line in out)
+    assert any("measured 1.0 -> 1.1" in line for line in out)
