@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test quick-book figures benchmark clean distclean
+.PHONY: book test quick-book figures benchmark mutation clean distclean
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,3 +40,7 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV)
+
+## make mutation: distort each theory function a page compares with by 10%; every page must fail
+mutation: $(STAMP)
+	$(BIN)/python -m pytest -m mutation -q
