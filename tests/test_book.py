@@ -85,3 +85,18 @@ def test_page_executes_in_quick_mode(page, monkeypatch, tmp_path):
     client.execute()
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.output_type == "error"]
     assert not errors
+
+
+def test_claims_inventories_are_well_formed():
+    """Every row of every ``book/*/results.yml`` names a known paper and status and a real page."""
+    from symbreak import claims
+
+    paths = sorted(BOOK.glob("*/results.yml"))
+    rows = claims.load_inventory(paths)
+    pages = set(toc_files())
+    bad = [r for r in rows if r["paper"] not in claims.PAPERS or r["status"] not in claims.STATUSES
+           or (r.get("page") is not None and r["page"] not in pages)]
+    assert not bad, f"inventory rows with an unknown paper, status or page: {bad}"
+    keys = [(r["paper"], r["ref"]) for r in rows]
+    dupes = {k for k in keys if keys.count(k) > 1}
+    assert not dupes, f"results listed twice in the inventories: {sorted(dupes)}"

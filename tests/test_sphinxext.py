@@ -1,0 +1,73 @@
+"""The reproduction-report extension: a small Sphinx project with records and an inventory."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pytest
+
+from symbreak import claims
+
+sphinx_app = pytest.importorskip("sphinx.application")
+
+
+def _project(tmp_path: pathlib.Path, inventory: str) -> pathlib.Path:
+    src = tmp_path / "src"
+    (src / "book" / "demo").mkdir(parents=True)
+    (src / "_toc.yml").write_text("root: index\n")
+    (src / "conf.py").write_text("extensions = ['symbreak.sphinxext']\nproject = 'demo'\n")
+    (src / "index.rst").write_text(
+        "Demo\n====\n\n.. toctree::\n\n   book/demo/page\n   report\n")
+    (src / "book" / "demo" / "page.rst").write_text("Page\n====\n\nText.\n")
+    (src / "report.rst").write_text(
+        "Report\n======\n\n.. claims-report::\n   :summary:\n\n.. claims-report::\n   :paper: autoencoder\n")
+    (src / "book" / "demo" / "results.yml").write_text(inventory)
+    return src
+
+
+def _build(src: pathlib.Path, tmp_path: pathlib.Path, monkeypatch) -> tuple[list, str]:
+    import io
+
+    from sphinx.application import Sphinx
+
+    warnings = io.StringIO()
+    out = tmp_path / "out"
+    app = Sphinx(str(src), str(src), str(out), str(tmp_path / "doctrees"), "html",
+                 status=io.StringIO(), warning=warnings, freshenv=True)
+    app.build()
+    return json.loads((out / "claims.json").read_text()), warnings.getvalue()
+
+
+@pytest.fixture
+def records(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMBREAK_CLAIMS_DIR", str(tmp_path / "claims"))
+    monkeypatch.delenv("BOOK_QUICK", raising=False)
+    led = claims.Ledger("book/demo/page", "autoencoder", glue=False)
+    led.close("ae-demo-eq6", "Eq. 6", "the law holds", 1.001, 1.0, rtol=0.01)
+    return led
+
+
+def test_report_joins_records_and_inventory(tmp_path, monkeypatch, records):
+    src = _project(tmp_path, """
+- {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page}
+- {paper: autoencoder, ref: "Lemma B.3", statement: "a lemma", status: stated, page: book/demo/page}
+""")
+    rows, warnings = _build(src, tmp_path, monkeypatch)
+    assert "claims:" not in warnings, warnings
+    by_ref = {r["ref"]: r for r in rows}
+    assert by_ref["Eq. 6"]["holds"] is True and by_ref["Eq. 6"]["page"] == "book/demo/page.html"
+    assert by_ref["Lemma B.3"]["holds"] is None and by_ref["Lemma B.3"]["status"] == "stated"
+    assert claims.validate_report(rows) == []
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "the law holds" in html and "✓ holds" in html
+
+
+def test_unbacked_checked_row_is_a_warning(tmp_path, monkeypatch, records):
+    src = _project(tmp_path, """
+- {paper: autoencoder, ref: "Eq. 7", statement: "never computed", status: reproduced, page: book/demo/page}
+- {paper: autoencoder, ref: "Eq. 8", statement: "on no page", status: stated, page: book/nowhere}
+""")
+    _, warnings = _build(src, tmp_path, monkeypatch)
+    assert "Eq. 7 is 'reproduced' but no computed claim backs it" in warnings
+    assert "page 'book/nowhere' is not a page of the book" in warnings
