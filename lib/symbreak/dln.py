@@ -65,6 +65,9 @@ __all__ = [
     "log_form_derivatives",
     "naive_entropy",
     "entropy_autograd",
+    "orbit_gram_logdet",
+    "pair_gram_determinant",
+    "tridiagonal_toeplitz_det",
     "SpectralEnergy",
     "schatten_energy",
     "quadratic_energy",
@@ -87,6 +90,8 @@ __all__ = [
     "balance_defect",
     "spectral_gradient_matrix",
     "train_factors",
+    "EXPLORER_BOX",
+    "explorer_view",
     "equilibrium_spectrum",
     "quarter_circle_density",
 ]
@@ -486,6 +491,93 @@ def entropy_autograd(sigma, N):
 
 
 # ---------------------------------------------------------------------------------------------
+# the entropy from the orbit volume (Section 1.2): Gram determinant of the balanced fibre
+# ---------------------------------------------------------------------------------------------
+
+def _skew_basis(d):
+    basis = []
+    for i in range(d):
+        for j in range(i + 1, d):
+            a = np.zeros((d, d))
+            a[i, j], a[j, i] = 1.0, -1.0
+            basis.append(a)
+    return basis
+
+
+def orbit_gram_logdet(sigma, N, *, rng=None, step: float = 1e-5) -> float:
+    """``½ log det`` of the Gram matrix of the balanced fibre above ``X = diag(σ)``, by finite differences.
+
+    The fibre is the orbit ``(Q_1, …, Q_{N−1}) ↦ (W_1, …, W_N)``, ``W_1 = Q_1ΛVᵀ``,
+    ``W_k = Q_kΛQ_{k−1}ᵀ``, ``W_N = UΛQ_{N−1}ᵀ`` (``Λ = Σ^{1/N}``, :func:`balanced_factors`). At a point
+    ``Q`` (Haar-random from ``rng``, identity if None) the map ``(A_1, …, A_{N−1}) ↦ W(Q_1e^{A_1}, …)``
+    on skew matrices (basis ``e_ie_jᵀ − e_je_iᵀ``) is differentiated by central differences with
+    ``step``, and ``½ log det(JᵀJ)`` is returned: the log of the volume density of the orbit, the same at
+    every point of the orbit. It equals :func:`entropy` plus ``¼ d(d−1)(N−1) log 2`` (the closed form of
+    :func:`pair_gram_determinant`).
+
+    Parameters
+    ----------
+    sigma : array_like, shape (d,)
+        Distinct positive singular values (``d ≥ 2``; at most ``d = 8``).
+    N : int
+        Depth, ``2 ≤ N ≤ 16``.
+    """
+    from scipy.linalg import expm
+
+    sigma = _check_sigma(sigma, min_d=2)
+    N = check_int("N", N, minimum=2, maximum=16)
+    if sigma.size > 8:
+        raise ValueError(f"sigma must hold at most 8 values (d <= 8), got d={sigma.size}")
+    step = check_positive("step", step)
+    d = sigma.size
+    lam = np.diag(sigma ** (1.0 / N))
+    Qs = [np.eye(d) if rng is None else _haar_orthogonal(rng, d) for _ in range(N - 1)]
+
+    def factors(qs):
+        Ws = [qs[0] @ lam]
+        for k in range(1, N - 1):
+            Ws.append(qs[k] @ lam @ qs[k - 1].T)
+        Ws.append(lam @ qs[-1].T)
+        return np.concatenate([W.ravel() for W in Ws])
+
+    cols = []
+    for k in range(N - 1):
+        for a in _skew_basis(d):
+            plus = [q @ expm(step * a) if m == k else q for m, q in enumerate(Qs)]
+            minus = [q @ expm(-step * a) if m == k else q for m, q in enumerate(Qs)]
+            cols.append((factors(plus) - factors(minus)) / (2.0 * step))
+    J = np.stack(cols, axis=1)
+    sign, logdet = np.linalg.slogdet(J.T @ J)
+    if sign <= 0:
+        raise ValueError("the orbit map is degenerate here (repeated singular values?)")
+    return 0.5 * float(logdet)
+
+
+def pair_gram_determinant(lam_i, lam_j, N):
+    """Determinant of the ``(N−1)×(N−1)`` tridiagonal Toeplitz Gram matrix of one pair ``(i, j)``:
+    diagonal ``2(λ_i² + λ_j²)``, off-diagonal ``−2λ_iλ_j``. Its characteristic roots are ``2λ_i²`` and
+    ``2λ_j²``, so ``D = 2^{N−1}(λ_i^{2N} − λ_j^{2N})/(λ_i² − λ_j²) = 2^{N−1} Σ_m λ_i^{2(N−1−m)}λ_j^{2m}``
+    (the λ-polynomial P(3.5)); arrays broadcast.
+    """
+    a = check_positive_array("lam_i", lam_i, ndim=None)
+    b = check_positive_array("lam_j", lam_j, ndim=None)
+    N = check_int("N", N, minimum=2, maximum=10_000)
+    a, b = np.broadcast_arrays(a, b)
+    return 2.0 ** (N - 1) * sum(a ** (2 * (N - 1 - m)) * b ** (2 * m) for m in range(N))
+
+
+def tridiagonal_toeplitz_det(diag, off, n):
+    """``det`` of the ``n×n`` tridiagonal Toeplitz matrix (diagonal ``diag``, off-diagonal ``off``) by the
+    three-term recursion ``D_k = diag·D_{k−1} − off²·D_{k−2}`` (an independent check of
+    :func:`pair_gram_determinant`)."""
+    n = check_int("n", n, minimum=1, maximum=100_000)
+    d_prev, d_cur = 1.0, float(diag)
+    for _ in range(n - 1):
+        d_prev, d_cur = d_cur, diag * d_cur - off**2 * d_prev
+    return d_cur
+
+
+# ---------------------------------------------------------------------------------------------
 # spectral energies
 # ---------------------------------------------------------------------------------------------
 
@@ -880,68 +972,193 @@ def scale_time_function(s, *, p, N, d, beta):
     return out if out.ndim else float(out)
 
 
-def schatten_scale(t, s0, *, p, N, d, beta) -> np.ndarray:
-    """Exact solution ``s(t)`` of ``ṡ = −s^{ν−1} + s⋆^ν/s`` (Theorem 1.7), ``s = λ_d = σ_d^{1/N}`` on
-    the invariant set of equal singular values, from ``s(0) = s0`` below, at or above ``s⋆``.
+# --- the scale clock: exact inversion of Theorem 1.7 in logarithmic variables ---------------------
+#
+# With z = (s/s⋆)^ν, a = 2/ν and τ = ν s⋆^{ν−2} t, the scalar flow is dz/dτ = z^{1−a}(1 − z), so
+# τ = C(z) − C(z0) for the positive "clock"
+#   below (z < 1):  C(z) = Φ_a(z) = ∫_0^z v^{a−1}/(1−v) dv         = (z^a/a) Σ_k a z^k/(a+k)
+#   above (z > 1):  C(z) = Φ_a(z) − Φ_a(∞) = ∫_z^∞ v^{a−1}/(v−1) dv = z^{a−1} Σ_k z^{−k}/(k+1−a)
+# (Φ_a(∞) = π cot(πa)). Both are sums of positive terms, the target C(z0) + τ is a sum of two
+# positive numbers, and every quantity is carried in logarithms, so nothing cancels, overflows or
+# underflows for s0/s⋆ in [1e-12, 1e6] and ν up to 64 (and far beyond). Near z = 1 the clock is
+# written through w = −log|1 − z| and the Taylor series of R_a about 1, so |s − s⋆| keeps full
+# relative accuracy down to the underflow of e^{−w}.
 
-    Inverts ``t = T(s(t)) − T(s0)`` of :func:`scale_time_function`. Writing
-    ``w = −log|1 − z|`` (``z = (s/s⋆)^ν``) the equation reads ``w + R_a(1 ∓ e^{−w}) = τ(t)`` with
-    ``τ`` linear in ``t`` and ``R_a`` analytic and monotone; its root is bracketed in an interval of
-    length ``|R_a(1) − R_a(z0)|`` and found by Brent's method to machine precision, so ``s(t)`` stays
-    accurate also when ``|s − s⋆|`` is exponentially small.
+_CLOCK_TERMS = 120
+
+
+def _series_below(a: float, z: float) -> float:
+    """``Σ_{k≥0} a z^k/(a+k)`` for ``0 ≤ z ≤ 1/2`` (positive terms; ``≥ 1``)."""
+    total, zk = 1.0, 1.0
+    for k in range(1, _CLOCK_TERMS):
+        zk *= z
+        if zk == 0.0:
+            break
+        term = a * zk / (a + k)
+        total += term
+        if term < 1e-18 * total:
+            break
+    return total
+
+
+def _series_above(a: float, u: float) -> float:
+    """``Σ_{k≥0} u^k/(k+1−a)`` for ``0 ≤ u ≤ 2/3``, ``a < 1`` (positive terms)."""
+    total, uk = 1.0 / (1.0 - a), 1.0
+    for k in range(1, _CLOCK_TERMS):
+        uk *= u
+        if uk == 0.0:
+            break
+        term = uk / (k + 1.0 - a)
+        total += term
+        if term < 1e-18 * total:
+            break
+    return total
+
+
+def _R_near_one(a: float, x: float) -> float:
+    """``R_a(1 − x) − R_a(1) = −Σ_{k≥1} ((1−a)_k/k!) x^k/k`` for ``|x| ≤ 1/2``."""
+    total, ck, xk = 0.0, 1.0, 1.0
+    for k in range(1, _CLOCK_TERMS):
+        ck *= (k - a) / k
+        xk *= x
+        term = ck * xk / k
+        total += term
+        if abs(term) < 1e-18 * (abs(total) + 1e-300):
+            break
+    return -total
+
+
+def _log_clock(a: float, side: int, *, x: float | None = None, w: float | None = None) -> float:
+    """``log C`` at ``x = log z`` (far from ``z = 1``) or at ``w = −log|1 − z| ≥ log 2`` (near it)."""
+    r1 = -float(special.digamma(a)) - np.euler_gamma  # R_a(1)
+    if side > 0:  # below
+        if w is None:
+            z = math.exp(x)
+            return a * x - math.log(a) + math.log(_series_below(a, z))
+        return math.log(w + r1 + _R_near_one(a, math.exp(-w)))
+    if w is None:
+        return (a - 1.0) * x + math.log(_series_above(a, math.exp(-x)))
+    pcot = math.pi / math.tan(math.pi * a)
+    return math.log(w + r1 + _R_near_one(a, -math.exp(-w)) - pcot)
+
+
+def _solve_increasing(fun, lo: float, hi: float) -> float:
+    """Root of an increasing ``fun`` on ``[lo, hi]`` (ends clipped to the bracket)."""
+    flo, fhi = fun(lo), fun(hi)
+    if flo >= 0.0:
+        return lo
+    if fhi <= 0.0:
+        return hi
+    return optimize.brentq(fun, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=300)
+
+
+def _scale_log_ratio(a: float, side: int, log_target: float) -> tuple:
+    """Solve ``log C = log_target`` on one side; returns ``(x, w)`` with ``x = log z`` and
+    ``w = −log|1 − z|`` (``inf`` when ``1 − z`` underflows)."""
+    if side > 0:
+        x_cut = -math.log(2.0)
+        if log_target <= _log_clock(a, 1, x=x_cut):  # far below: unknown x = log z ≤ −log 2
+            s_hi = math.log(_series_below(a, 0.5))
+            hi = min((log_target + math.log(a)) / a, x_cut)
+            lo = min((log_target + math.log(a) - s_hi) / a, hi)
+            x = _solve_increasing(lambda v: _log_clock(a, 1, x=v) - log_target, lo, hi)
+            return x, -math.log1p(-math.exp(x))
+        c = math.exp(log_target)  # near: unknown w = −log(1 − z) ≥ log 2
+        r1 = -float(special.digamma(a)) - np.euler_gamma
+        lo = max(c - r1, math.log(2.0))
+        hi = max(c - r1 - _R_near_one(a, 0.5), lo)
+        w = _solve_increasing(lambda v: v + r1 + _R_near_one(a, math.exp(-v)) - c, lo, hi)
+        return math.log1p(-math.exp(-w)), w
+    x_cut = math.log(1.5)
+    if log_target <= _log_clock(a, -1, x=x_cut):  # far above: unknown x = log z ≥ log 1.5 (decreasing)
+        t_hi = math.log(_series_above(a, 1.0 / 1.5))
+        t_lo = -math.log(1.0 - a)
+        lo = max((t_lo - log_target) / (1.0 - a), x_cut)
+        hi = max((t_hi - log_target) / (1.0 - a), lo)
+        x = _solve_increasing(lambda v: log_target - _log_clock(a, -1, x=v), lo, hi)
+        return x, -math.log(math.expm1(x))
+    c = math.exp(log_target)  # near: unknown w = −log(z − 1) ≥ log 2
+    r1 = -float(special.digamma(a)) - np.euler_gamma
+    pcot = math.pi / math.tan(math.pi * a)
+    hi = max(c - (r1 - pcot), math.log(2.0))  # R_a increases on [1, 3/2]
+    lo = min(max(c - (r1 + _R_near_one(a, -0.5) - pcot), math.log(2.0)), hi)
+    w = _solve_increasing(lambda v: v + r1 + _R_near_one(a, -math.exp(-v)) - pcot - c, lo, hi)
+    return math.log1p(math.exp(-w)), w
+
+
+def schatten_scale(t, s0, *, p, N, d, beta) -> np.ndarray:
+    """Exact solution ``s(t)`` of ``ṡ = −s^{ν−1} + s⋆^ν/s`` (Theorem 1.7, the paper's (1.26)–(1.27)),
+    ``s = λ_d = σ_d^{1/N}`` on the invariant set of equal singular values, from ``s(0) = s0`` below, at
+    or above ``s⋆``; relative accuracy ~1e-14 for every start and time.
+
+    With ``z = (s/s⋆)^ν``, ``a = 2/ν`` and ``τ = ν s⋆^{ν−2} t`` the flow is ``dz/dτ = z^{1−a}(1 − z)``,
+    so ``τ = C(z) − C(z0)`` with the positive clock ``C(z) = (z^a/a) ₂F₁(1, a; 1 + a; z)`` below ``s⋆``
+    (the paper's (1.27)) and ``C(z) = Σ_{k≥0} z^{a−1−k}/(k + 1 − a)``, the principal value of the same
+    integral minus its limit ``π cot(πa)`` at ``z = ∞``, above. Both are sums of positive terms and the
+    target ``C(z0) + τ`` is a sum of two positive numbers; everything is carried in logarithms (``log z``
+    far from ``s⋆``, ``w = −log|1 − z|`` near it) and the monotone equation is solved by Brent's method
+    to a relative ``4ε``. ``ν = 2`` (``N = 2``, ``p = 1``) uses the closed form
+    ``1 − z = (1 − z0) e^{−τ}``.
 
     Parameters
     ----------
     t : array_like
-        Times ``≥ 0`` (``s(0) = s0``).
+        Times ``≥ 0`` (``s(0) = s0``), finite.
     s0 : float
-        Initial scale ``> 0``.
+        Initial scale, ``0 < s0 < inf``.
     p, N, d, beta
         Schatten exponent ``p ≥ 1``, depth ``N ≥ 2``, dimension ``d ≥ 2``, ``β > 0``.
 
     Returns
     -------
     numpy.ndarray, shape of ``t``
+
+    Raises
+    ------
+    ValueError
+        If a time is negative or not finite, ``s0`` is not in ``(0, inf)``, or a parameter is out of range.
     """
     nu, s_star = _scale_setup(p, N, d, beta)
     s0 = check_positive("s0", s0)
     t = check_array("t", t)
-    if np.any(t < 0):
-        raise ValueError("t must contain times >= 0 (the solution starts from s0 at t = 0)")
-    a = 2.0 / nu
-    logu0 = nu * (math.log(s0) - math.log(s_star))
-    u0 = math.exp(logu0)
-    if u0 == 1.0:
-        return np.full(t.shape, s_star)
-    side = 1.0 if u0 < 1.0 else -1.0  # +1: from below (u = 1 − e^{−w}); −1: from above (u = 1 + e^{−w})
-    w0 = -math.log(abs(-math.expm1(logu0)))
-    r0 = float(_R(a, np.array([u0]))[0])
-    r1 = -float(special.digamma(a)) - np.euler_gamma
-    rate = nu * s_star ** (nu - 2.0)
+    if not np.all(np.isfinite(t)) or np.any(t < 0):
+        raise ValueError("t must contain finite times >= 0 (the solution starts from s0 at t = 0)")
+    log_ss = math.log(s_star)
+    x0 = nu * (math.log(s0) - log_ss)  # log z0
     out = np.empty(t.shape)
     flat_t, flat_out = t.reshape(-1), out.reshape(-1)
+    if x0 == 0.0:
+        flat_out[:] = s_star
+        return out
+    side = 1 if x0 < 0.0 else -1
+    a = 2.0 / nu
+    log_rate = math.log(nu) + (nu - 2.0) * log_ss  # log of dτ/dt
+    if nu == 2.0:
+        one_minus_z0 = -math.expm1(x0)  # signed: > 0 below, < 0 above
+    else:
+        if side > 0:
+            log_c0 = (_log_clock(a, 1, x=x0) if x0 <= -math.log(2.0)
+                      else _log_clock(a, 1, w=-math.log(-math.expm1(x0))))
+        else:
+            log_c0 = (_log_clock(a, -1, x=x0) if x0 >= math.log(1.5)
+                      else _log_clock(a, -1, w=-math.log(math.expm1(x0))))
     for n, tn in enumerate(flat_t):
         if tn == 0.0:
             flat_out[n] = s0
             continue
-        tau = w0 + r0 + rate * tn
-
-        def f(w):
-            return w + float(_R(a, np.array([1.0 - side * math.exp(-w)]))[0]) - tau
-
-        lo, hi = (tau - r1, tau - r0) if side > 0 else (tau - r0, tau - r1)
-        lo = max(lo, w0)
-        if hi <= lo:
-            w = lo
-        else:
-            flo, fhi = f(lo), f(hi)
-            if flo >= 0.0:
-                w = lo
-            elif fhi <= 0.0:
-                w = hi
+        log_tau = log_rate + math.log(tn)
+        if nu == 2.0:
+            tau = math.exp(min(log_tau, 700.0))
+            # z = 1 − (1 − z0) e^{−τ}; below: z = z0 e^{−τ} − expm1(−τ) (two positive terms)
+            if side > 0:
+                z = math.exp(x0 - tau) - math.expm1(-tau)
+                x = math.log(z)
             else:
-                w = optimize.brentq(f, lo, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps, maxiter=200)
-        flat_out[n] = s_star * math.exp(math.log1p(-side * math.exp(-w)) / nu)
+                x = math.log1p(-one_minus_z0 * math.exp(-tau))
+        else:
+            log_target = np.logaddexp(log_c0, log_tau)
+            x, _ = _scale_log_ratio(a, side, float(log_target))
+        flat_out[n] = math.exp(log_ss + x / nu)
     return out
 
 
@@ -1126,6 +1343,90 @@ def train_factors(Ws, *, N, beta, step, steps, p=None, energy=None, record_every
         Ws = [W - step * gk for W, gk in zip(Ws, grads)]
     return {"times": np.array(rec_t), "sigma": np.array(rec_s), "balance": np.array(rec_b),
             "Ws": Ws, "X": end_to_end(Ws)}
+
+
+# ---------------------------------------------------------------------------------------------
+# the d = 2 explorer: everything one view of the equilibrium page's explorer draws
+# ---------------------------------------------------------------------------------------------
+
+#: The explorer's slider box: depth, log10 of the inverse temperature, Schatten exponent.
+EXPLORER_BOX = {"N": (2, 8), "log10_beta": (-1.5, 1.5), "p": (1.0, 4.0)}
+
+
+def explorer_view(N, log10_beta, p, *, n_grid: int = 28, n_times: int = 120,
+                  starts=(0.1, 0.5, 1.5, 3.0)) -> dict:
+    """Data of one view of the ``d = 2`` explorer: phase portrait, trajectories and the exact scale.
+
+    For ``F_β = E_p − S_N/β`` with ``d = 2``: the vector field (1.10) on an ``n_grid × n_grid`` grid of
+    the window ``[0, 2.6σ⋆]²``, four trajectories of :func:`singular_value_flow` up to
+    ``t_end`` = the exact arrival time of the diagonal flow from the window's corners to
+    ``|(σ/σ⋆)^p − 1| = e^{−2}`` plus ``8/|ρ_⊥|`` (``8/|ρ_1|`` when ``ρ_⊥ = 0``, i.e. ``N = 2``, ``p = 1``),
+    and the exact solution on the diagonal (Theorem 1.7, :func:`schatten_scale`) from ``σ(0) = r σ⋆``
+    for each ``r`` in ``starts``, up to the latest arrival plus ``6/|ρ_1|``, as ``σ(t)/σ⋆``.
+
+    Parameters
+    ----------
+    N : int
+        Depth, ``2 ≤ N ≤ 64``.
+    log10_beta : float
+        ``log10 β`` in ``[−6, 6]``.
+    p : float
+        Schatten exponent ``1 ≤ p ≤ 64``.
+    n_grid, n_times : int
+        Grid points per axis (4 to 200) and output times per curve (2 to 2000).
+    starts : sequence of float
+        Initial ``σ(0)/σ⋆`` of the exact curves, each in ``[1e-6, 1e6]``.
+
+    Returns
+    -------
+    dict
+        ``sigma_star``, ``rho1``, ``rho_perp``, ``lim`` (window size), ``grid`` (1-D), ``velocity``
+        (``n_grid × n_grid × 2``, rows ``σ_2``, columns ``σ_1``), ``trajectory_starts`` (4 × 2),
+        ``trajectories`` (4 × ``n_times`` × 2), ``t_end``, ``scale_times``, ``scale_starts`` and
+        ``scale_curves`` (``len(starts)`` × ``n_times``).
+    """
+    N = check_int("N", N, minimum=2, maximum=64)
+    log10_beta = float(log10_beta) if isinstance(log10_beta, (int, float, np.floating, np.integer)) else log10_beta
+    if not isinstance(log10_beta, float) or not math.isfinite(log10_beta) or not -6.0 <= log10_beta <= 6.0:
+        raise ValueError(f"log10_beta must be a number in [-6, 6], got {log10_beta!r}")
+    p = _check_p(p)
+    if p > 64:
+        raise ValueError(f"p must lie in [1, 64] for the explorer, got {p!r}")
+    n_grid = check_int("n_grid", n_grid, minimum=4, maximum=200)
+    n_times = check_int("n_times", n_times, minimum=2, maximum=2000)
+    starts = check_positive_array("starts", starts, ndim=1)
+    if np.any(starts < 1e-6) or np.any(starts > 1e6):
+        raise ValueError("starts must hold ratios sigma(0)/sigma_star in [1e-6, 1e6]")
+    beta = 10.0**log10_beta
+    s = schatten_sigma_star(p, N, 2, beta)
+    rho1, rho_perp = relaxation_rates(p, N, 2, beta)
+    lim = 2.6 * s
+    grid = np.linspace(0.02 * s, lim, n_grid)
+    pts = np.stack(np.meshgrid(grid, grid), axis=-1)
+    velocity = flow_vector_field(pts, N=N, beta=beta, p=p)
+    ss = s ** (1.0 / N)
+    nu = N * p
+
+    def arrival(r):
+        # exact time (Theorem 1.7) for the diagonal flow from σ = rσ⋆ to |z − 1| = e^{−2}, z = (σ/σ⋆)^p
+        target = ss * (1.0 + math.copysign(math.exp(-2.0), r - 1.0)) ** (1.0 / nu)
+        start = ss * r ** (1.0 / N)
+        return max(0.0, float(scale_time_function(target, p=p, N=N, d=2, beta=beta)
+                              - scale_time_function(start, p=p, N=N, d=2, beta=beta)))
+
+    slow = rho_perp if rho_perp < -1e-9 * abs(rho1) else rho1
+    traj_starts = np.array([(0.95, 0.02), (0.95, 0.8), (0.3, 0.05), (0.1, 0.08)]) * lim
+    # arrival of the slowest start's scale (its geometric mean, the smallest one), then 8 slow e-folds
+    t_end = max(arrival(0.02 * 2.6), arrival(0.95 * 2.6)) + 8.0 / abs(slow)
+    tt = np.linspace(0.0, t_end, n_times)
+    trajectories = np.stack([singular_value_flow(s0, tt, N=N, beta=beta, p=p, rtol=1e-8, atol=1e-10)
+                             for s0 in traj_starts])
+    ts = np.linspace(0.0, max(arrival(r) for r in starts) + 6.0 / abs(rho1), n_times)
+    curves = np.stack([(schatten_scale(ts, r ** (1.0 / N) * ss, p=p, N=N, d=2, beta=beta) / ss) ** N
+                       for r in starts])
+    return {"sigma_star": s, "rho1": rho1, "rho_perp": rho_perp, "lim": lim, "grid": grid,
+            "velocity": velocity, "trajectory_starts": traj_starts, "trajectories": trajectories,
+            "times": tt, "t_end": t_end, "scale_times": ts, "scale_starts": starts, "scale_curves": curves}
 
 
 # ---------------------------------------------------------------------------------------------
