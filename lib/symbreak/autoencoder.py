@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import wrightomega
 
-from .engine import WishartBlockSampler, check_divergence, record_steps, run_chunks
+from .engine import Configuration, WishartBlockSampler, record_steps, run_ensemble
 from .rng import make_rng
 from .validation import (
     check_array,
@@ -1081,140 +1081,109 @@ def _record_samples(W, U, k, lam, activation, want_weights):
     return S, Q, loss, (W.copy(), U.copy()) if want_weights else None
 
 
-class _Recorder:
-    def __init__(self, n_rep, rec_steps):
-        self.rec_steps = rec_steps
-        self.ptr = np.zeros(n_rep, dtype=np.int64)
-        self.out = [[] for _ in range(n_rep)]
+class _LinearModel:
+    """The linear autoencoder's step for :func:`symbreak.engine.run_ensemble` (Wishart minibatches)."""
 
-    def next_stop(self, active):
-        return min(int(self.rec_steps[r][self.ptr[r]]) for r in active)
+    def __init__(self, reps, streams, lam, k, etas, bsz, init, dtype, want_weights):
+        d, n = lam.size, len(reps)
+        V = np.empty((n, 2 * k, d), dtype=dtype)
+        for j in range(n):
+            W0, U0 = init[reps[j]](streams[j])
+            V[j, :k] = U0
+            V[j, k:] = W0.T
+        self.k, self.lam, self.dtype, self.want_weights = k, lam, dtype, want_weights
+        self.streams = list(streams)
+        self.sampler = WishartBlockSampler(np.sqrt(lam), bsz[reps], scale=etas[reps], dtype=dtype, max_steps=_BLOCK)
+        self.stepper = _LinearStepper(V, k)
 
-    def due(self, active, step):
-        return np.array([int(self.rec_steps[r][self.ptr[r]]) == step for r in active], dtype=bool)
+    def draw(self, m):
+        return self.sampler.draw(self.streams, m)
 
-    def store(self, reps, records):
-        S, Q, loss, wu = records
-        for j, r in enumerate(reps):
-            self.out[r].append((S[j], Q[j], loss[j]) + ((wu[0][j], wu[1][j]) if wu is not None else ()))
-            self.ptr[r] += 1
+    def step(self, sig, t, _step):
+        self.stepper.step(sig[t])
 
-    def finished(self, active):
-        return np.array([self.ptr[r] >= len(self.rec_steps[r]) for r in active], dtype=bool)
+    def magnitude(self):
+        return np.abs(self.stepper.V).max(axis=(1, 2))
 
+    def record(self, mask):
+        S, Q, loss, wu = _record_linear(self.stepper.V[mask], self.k, self.lam, self.want_weights)
+        return (S, Q, loss) + (wu if wu is not None else ())
 
-def _chunk_linear(reps, rng, lam, k, etas, bsz, rec_steps, init, dtype, want_weights):
-    """Run the replicas ``reps`` (Wishart sampler, linear activation); one thread's share."""
-    d = lam.size
-    n = len(reps)
-    V = np.empty((n, 2 * k, d), dtype=dtype)
-    for j in range(n):
-        W0, U0 = init[reps[j]](rng)
-        V[j, :k] = U0
-        V[j, k:] = W0.T
-    eta_r, b_r = etas[reps], bsz[reps]
-    block = max(4, min(_BLOCK, _BLOCK_DRAWS // n))  # keep a block's buffers in cache
-    sampler = WishartBlockSampler(np.sqrt(lam), b_r, scale=eta_r, dtype=dtype, max_steps=block)
-    stepper = _LinearStepper(V, k)
-    rec = _Recorder(n, [rec_steps[r] for r in reps])
-    active = np.arange(n)
-    step = 0
-    with np.errstate(over="ignore", invalid="ignore"):
-        while active.size:
-            stop = rec.next_stop(active)
-            while step < stop:
-                m = min(block, stop - step)
-                sig = sampler.draw(rng, m)
-                for t in range(m):
-                    stepper.step(sig[t])
-                step += m
-                check_divergence(np.abs(stepper.V).max(axis=(1, 2)), step=step, limit=DIVERGENCE_LIMIT,
-                                 params=lambda j: {"eta": float(eta_r[active[j]]),
-                                                   "batch_size": int(b_r[active[j]])})
-            due = rec.due(active, step)
-            rec.store(active[due], _record_linear(stepper.V[due], k, lam, want_weights))
-            done = rec.finished(active)
-            if done.any():
-                keep = ~done
-                active = active[keep]
-                if active.size:
-                    sampler.keep(keep)
-                    stepper = _LinearStepper(np.ascontiguousarray(stepper.V[keep]), k)
-    return rec.out
+    def final(self, mask):
+        return ()
+
+    def keep(self, mask):
+        self.sampler.keep(mask)
+        self.stepper = _LinearStepper(np.ascontiguousarray(self.stepper.V[mask]), self.k)
+        self.streams = [s for s, kp in zip(self.streams, mask) if kp]
 
 
-def _chunk_samples(reps, rng, lam, k, etas, bsz, rec_steps, init, dtype, want_weights, activation):
-    """Run the replicas ``reps`` drawing the data points (any activation); one thread's share."""
-    d = lam.size
-    n = len(reps)
-    b = int(bsz[reps[0]])
-    if np.any(bsz[reps] != b):
-        raise ValueError("sampler='samples' needs one batch size for all configurations")
-    W = np.empty((n, d, k), dtype=dtype)
-    U = np.empty((n, k, d), dtype=dtype)
-    for j in range(n):
-        W[j], U[j] = init[reps[j]](rng)
-    # φ is positively homogeneous, so η∇L̂(x) = ∇L̂(c x) with c = sqrt(η/B): fold the step into the data
-    amp = (np.sqrt(etas[reps] / b)[:, None] * np.sqrt(lam)[None, :]).astype(dtype)[:, :, None]  # (n, d, 1)
-    rec = _Recorder(n, [rec_steps[r] for r in reps])
-    active = np.arange(n)
-    step = 0
-    relu = activation == "relu"
+class _SamplesModel:
+    """The autoencoder's step with the ``B`` data points drawn (any activation)."""
 
-    def buffers(m):
-        return (np.empty((m, k, b), dtype), np.empty((m, k, b), dtype), np.empty((m, d, b), dtype),
-                np.empty((m, d, k), dtype), np.empty((m, k, b), dtype), np.empty((m, k, d), dtype),
-                np.empty((m, k, b), dtype=bool))
+    def __init__(self, reps, streams, lam, k, etas, bsz, init, dtype, want_weights, activation):
+        d, n = lam.size, len(reps)
+        b = int(bsz[reps[0]])
+        if np.any(bsz[reps] != b):
+            raise ValueError("sampler='samples' needs one batch size for all configurations")
+        self.W = np.empty((n, d, k), dtype=dtype)
+        self.U = np.empty((n, k, d), dtype=dtype)
+        for j in range(n):
+            self.W[j], self.U[j] = init[reps[j]](streams[j])
+        # φ is positively homogeneous, so η∇L̂(x) = ∇L̂(c x) with c = sqrt(η/B): fold the step into the data
+        self.amp = (np.sqrt(etas[reps] / b)[:, None] * np.sqrt(lam)[None, :]).astype(dtype)[:, :, None]  # (n, d, 1)
+        self.k, self.d, self.b, self.lam, self.dtype = k, d, b, lam, dtype
+        self.want_weights, self.activation, self.relu = want_weights, activation, activation == "relu"
+        self.streams = list(streams)
+        self._buffers(n)
 
-    H, A, R, gW, back, gU, mask = buffers(n)
-    with np.errstate(over="ignore", invalid="ignore"):
-        while active.size:
-            stop = rec.next_stop(active)
-            while step < stop:
-                m = min(_BLOCK, stop - step)
-                X = rng.standard_normal((m, active.size, d, b), dtype=dtype)
-                X *= amp
-                Wt = W.transpose(0, 2, 1)
-                for t in range(m):
-                    x = X[t]
-                    np.matmul(U, x, out=H)
-                    if relu:
-                        np.maximum(H, 0.0, out=A)
-                        np.greater(H, 0.0, out=mask)
-                    act = A if relu else H
-                    np.matmul(W, act, out=R)
-                    R -= x
-                    np.matmul(Wt, R, out=back)
-                    if relu:
-                        back *= mask
-                    np.matmul(R, act.transpose(0, 2, 1), out=gW)
-                    np.matmul(back, x.transpose(0, 2, 1), out=gU)
-                    W -= gW
-                    U -= gU
-                step += m
-                mag = np.maximum(np.abs(W).max(axis=(1, 2)), np.abs(U).max(axis=(1, 2)))
-                check_divergence(mag, step=step, limit=DIVERGENCE_LIMIT,
-                                 params=lambda j: {"eta": float(etas[reps][active[j]]), "batch_size": b})
-            due = rec.due(active, step)
-            rec.store(active[due], _record_samples(W[due], U[due], k, lam, activation, want_weights))
-            done = rec.finished(active)
-            if done.any():
-                keep = ~done
-                active = active[keep]
-                W, U, amp = np.ascontiguousarray(W[keep]), np.ascontiguousarray(U[keep]), amp[keep]
-                H, A, R, gW, back, gU, mask = buffers(active.size)
-    return rec.out
+    def _buffers(self, m):
+        k, d, b, dt = self.k, self.d, self.b, self.dtype
+        self.H, self.A, self.R = np.empty((m, k, b), dt), np.empty((m, k, b), dt), np.empty((m, d, b), dt)
+        self.gW, self.back, self.gU = np.empty((m, d, k), dt), np.empty((m, k, b), dt), np.empty((m, k, d), dt)
+        self.mask = np.empty((m, k, b), dtype=bool)
 
+    def draw(self, m):
+        X = np.empty((len(self.streams), m, self.d, self.b), dtype=self.dtype)
+        for j, st in enumerate(self.streams):
+            st.standard_normal(out=X[j], dtype=self.dtype)
+        X *= self.amp[:, None]
+        return X
 
-def _balanced_groups(work, n_groups):
-    """Split replica indices into ``n_groups`` groups of nearly equal total work (greedy)."""
-    groups = [[] for _ in range(n_groups)]
-    loads = np.zeros(n_groups)
-    for r in sorted(range(len(work)), key=lambda i: (-work[i], i)):
-        g = int(np.argmin(loads))
-        groups[g].append(r)
-        loads[g] += work[r]
-    return [np.array(sorted(g), dtype=np.int64) for g in groups if g]
+    def step(self, X, t, _step):
+        W, U, H, A, R, gW, back, gU, mask = self.W, self.U, self.H, self.A, self.R, self.gW, self.back, self.gU, self.mask
+        x = X[:, t]
+        np.matmul(U, x, out=H)
+        if self.relu:
+            np.maximum(H, 0.0, out=A)
+            np.greater(H, 0.0, out=mask)
+        act = A if self.relu else H
+        np.matmul(W, act, out=R)
+        R -= x
+        np.matmul(W.transpose(0, 2, 1), R, out=back)
+        if self.relu:
+            back *= mask
+        np.matmul(R, act.transpose(0, 2, 1), out=gW)
+        np.matmul(back, x.transpose(0, 2, 1), out=gU)
+        W -= gW
+        U -= gU
+
+    def magnitude(self):
+        return np.maximum(np.abs(self.W).max(axis=(1, 2)), np.abs(self.U).max(axis=(1, 2)))
+
+    def record(self, mask):
+        S, Q, loss, wu = _record_samples(self.W[mask], self.U[mask], self.k, self.lam, self.activation,
+                                         self.want_weights)
+        return (S, Q, loss) + (wu if wu is not None else ())
+
+    def final(self, mask):
+        return ()
+
+    def keep(self, mask):
+        self.W, self.U = np.ascontiguousarray(self.W[mask]), np.ascontiguousarray(self.U[mask])
+        self.amp = self.amp[mask]
+        self.streams = [s for s, kp in zip(self.streams, mask) if kp]
+        self._buffers(len(self.streams))
 
 
 def _make_init(init, lam, k, init_std):
@@ -1239,11 +1208,8 @@ def _make_init(init, lam, k, init_std):
 
 def _run(lam, k, etas, bsz, rec_steps, *, seeds, init, init_std, activation, sampler, dtype, seed,
          record_weights):
-    """Run every configuration × seed as one ensemble over (up to) two threads."""
+    """Run every configuration × seed as one ensemble on :func:`symbreak.engine.run_ensemble`."""
     n_conf = len(etas)
-    etas_r = np.repeat(etas, seeds)
-    bsz_r = np.repeat(bsz, seeds)
-    rec_r = [rec_steps[c] for c in range(n_conf) for _ in range(seeds)]
     if isinstance(init, list):
         if len(init) != n_conf:
             raise ValueError(f"init must have one entry per configuration ({n_conf}), got {len(init)}")
@@ -1251,33 +1217,25 @@ def _run(lam, k, etas, bsz, rec_steps, *, seeds, init, init_std, activation, sam
     else:
         fns = [_make_init(init, lam, k, init_std)] * n_conf
     init_r = [fns[c] for c in range(n_conf) for _ in range(seeds)]
-    cost = 1.0 if sampler == "wishart" else 3.0
-    work = [float(r[-1]) * cost for r in rec_r]
-    groups = _balanced_groups(work, min(2, len(work)))
+    etas_r, bsz_r = np.repeat(etas, seeds), np.repeat(bsz, seeds)
+    confs = [Configuration(seeds, np.asarray(rec_steps[c], dtype=np.int64),
+                           {"eta": float(etas[c]), "batch_size": int(bsz[c])}) for c in range(n_conf)]
 
-    def fn(sl, rng):
-        reps = groups[sl.start]
+    def factory(reps, streams):
         if sampler == "wishart":
-            return _chunk_linear(reps, rng, lam, k, etas_r, bsz_r, rec_r, init_r, dtype, record_weights)
-        return _chunk_samples(reps, rng, lam, k, etas_r, bsz_r, rec_r, init_r, dtype, record_weights, activation)
+            return _LinearModel(reps, streams, lam, k, etas_r, bsz_r, init_r, dtype, record_weights)
+        return _SamplesModel(reps, streams, lam, k, etas_r, bsz_r, init_r, dtype, record_weights, activation)
 
-    outs = run_chunks(fn, len(groups), n_chunks=len(groups), seed=seed)
-    per_rep = [None] * len(work)
-    for reps, out in zip(groups, outs):
-        for j, r in enumerate(reps):
-            per_rep[r] = out[j]
+    names = ("S", "Q", "loss") + (("W", "U") if record_weights else ())
+    runs = run_ensemble(factory, confs, seed=seed, record_names=names, block_steps=_BLOCK, block_draws=_BLOCK_DRAWS,
+                        work=1.0 if sampler == "wishart" else 3.0, desc="autoencoder SGD")
     results = []
-    for c in range(n_conf):
-        reps = per_rep[c * seeds:(c + 1) * seeds]
-        steps = np.asarray(rec_steps[c], dtype=np.int64)
-        S = np.array([[x[0] for x in rep] for rep in reps])
-        Q = np.array([[x[1] for x in rep] for rep in reps])
-        loss = np.array([[x[2] for x in rep] for rep in reps])
-        W = np.array([[x[3] for x in rep] for rep in reps]) if record_weights else None
-        U = np.array([[x[4] for x in rep] for rep in reps]) if record_weights else None
-        results.append(SGDResult(steps=steps, tau=steps * float(etas[c]) ** 2 / float(bsz[c]), S=S, Q=Q,
-                                 loss=loss, eta=float(etas[c]), batch_size=int(bsz[c]), lambdas=lam, k=k,
-                                 activation=activation, sampler=sampler, W=W, U=U))
+    for c, run in enumerate(runs):
+        steps = run.steps
+        results.append(SGDResult(steps=steps, tau=steps * float(etas[c]) ** 2 / float(bsz[c]), S=run.S, Q=run.Q,
+                                 loss=run.loss, eta=float(etas[c]), batch_size=int(bsz[c]), lambdas=lam, k=k,
+                                 activation=activation, sampler=sampler,
+                                 W=run.records.get("W"), U=run.records.get("U")))
     return results
 
 
@@ -1328,7 +1286,9 @@ def simulate_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, se
     dtype : numpy.float64 or numpy.float32
         Precision of the state and the draws (records are float64).
     seed : int, optional
-        Seed of the ensemble's random streams (:func:`symbreak.rng.make_rng`).
+        Seed of the ensemble's random streams: replica ``r`` draws its initialisation and
+        minibatches from its own stream ``(seed, r)`` (:func:`symbreak.engine.replica_streams`),
+        so its trajectory does not depend on how many replicas run or on the number of cores.
     record_weights : bool
         Also keep ``W`` and ``U`` at every record.
     record_at : array_like of int, optional

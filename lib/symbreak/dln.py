@@ -54,6 +54,7 @@ from typing import Callable
 import numpy as np
 from scipy import integrate, optimize, special
 
+from .engine import Configuration, DivergenceError, record_steps, run_ensemble
 from .validation import check_array, check_int, check_positive, check_positive_array
 
 __all__ = [
@@ -1293,6 +1294,64 @@ def spectral_gradient_matrix(X, *, N, beta, p=None, energy=None) -> np.ndarray:
     return (U * _free_energy_grad(s, N, beta, energy)[None, :]) @ Vt
 
 
+class _FactorModel:
+    """Gradient descent on the factors of ``F_β(W_N ⋯ W_1)``, one replica, for
+    :func:`symbreak.engine.run_ensemble`."""
+
+    def __init__(self, Ws, N, beta, energy, step):
+        self.Ws, self.N, self.beta, self.energy, self.h = Ws, N, beta, energy, step
+        self.eye = np.eye(Ws[0].shape[0])
+
+    def _prefix(self):
+        # prefix[k] = W_k ⋯ W_1 (prefix[0] = I)
+        prefix = [self.eye]
+        for W in self.Ws:
+            prefix.append(W @ prefix[-1])
+        return prefix
+
+    def _svd(self, X, step):
+        # never hand a non-finite matrix to the SVD (LAPACK can loop forever on it)
+        if not np.all(np.isfinite(X)):
+            raise DivergenceError(step, 0, {"step": self.h, "N": self.N, "beta": self.beta},
+                                  float(np.max(np.abs(np.nan_to_num(X, nan=np.inf)))), _FACTOR_LIMIT,
+                                  "factor gradient descent")
+        return np.linalg.svd(X)
+
+    def draw(self, m):
+        return None
+
+    def step(self, _noise, _t, n):
+        prefix = self._prefix()
+        U, s, Vt = self._svd(prefix[-1], n)
+        if s.min() <= 0:
+            raise DivergenceError(n, 0, {"step": self.h, "N": self.N, "beta": self.beta}, 0.0, _FACTOR_LIMIT,
+                                  "factor gradient descent (X became singular)")
+        G = (U * _free_energy_grad(s, self.N, self.beta, self.energy)[None, :]) @ Vt
+        N, Ws = self.N, self.Ws
+        suffix = [self.eye] * (N + 1)
+        for k in range(N - 1, -1, -1):
+            suffix[k] = suffix[k + 1] @ Ws[k]
+        grads = [suffix[k + 1].T @ G @ prefix[k].T for k in range(N)]
+        self.Ws = [W - self.h * gk for W, gk in zip(Ws, grads)]
+
+    def magnitude(self):
+        return np.array([max(float(np.max(np.abs(W))) for W in self.Ws)])
+
+    def record(self, _mask):
+        X = self._prefix()[-1]
+        s = np.linalg.svd(X)[1] if np.all(np.isfinite(X)) else np.full(X.shape[0], np.nan)
+        return (s[None], np.array([balance_defect(self.Ws)]))
+
+    def final(self, _mask):
+        return tuple(W[None] for W in self.Ws)
+
+    def keep(self, _mask):  # pragma: no cover - a single replica finishes once
+        raise AssertionError
+
+
+_FACTOR_LIMIT = 1e12
+
+
 def train_factors(Ws, *, N, beta, step, steps, p=None, energy=None, record_every: int = 1) -> dict:
     """Gradient descent on the factors of ``F_β(W_N ⋯ W_1)``: ``W_k ← W_k − h ∇_{W_k} F_β``.
 
@@ -1300,13 +1359,21 @@ def train_factors(Ws, *, N, beta, step, steps, p=None, energy=None, record_every
     steps ``h`` follow the end-to-end flow ``Ẋ = −A_{N,X}(∇_X F)`` with time ``t = h × steps``; the
     singular values then follow the chamber flow of Lemma 2.5. The residual against the flow is
     ``O(h)``: the Euler discretisation error and the drift of balancedness (each step changes
-    ``W_{k+1}ᵀW_{k+1} − W_kW_kᵀ`` by ``O(h²)``).
+    ``W_{k+1}ᵀW_{k+1} − W_kW_kᵀ`` by ``O(h²)``). Runs on :func:`symbreak.engine.run_ensemble`
+    (one replica): Ctrl-C stops it, and a step too large for the landscape raises
+    :class:`symbreak.engine.DivergenceError` instead of overflowing.
 
     Returns
     -------
     dict with ``times`` (``h × recorded steps``), ``sigma`` (recorded singular values, descending,
     shape (T, d)), ``balance`` (balance defect at the recorded steps), ``Ws`` (final factors) and
     ``X`` (final end-to-end matrix).
+
+    Raises
+    ------
+    symbreak.engine.DivergenceError
+        If the factors overflow (a weight above 1e12 or non-finite) or ``X`` becomes singular; the
+        message names the step count and ``h``, ``N``, ``β``.
     """
     Ws = [check_array(f"Ws[{k}]", W, ndim=2).copy() for k, W in enumerate(Ws)]
     N = _check_depth(N)
@@ -1317,32 +1384,14 @@ def train_factors(Ws, *, N, beta, step, steps, p=None, energy=None, record_every
     steps = check_int("steps", steps, minimum=0)
     record_every = check_int("record_every", record_every, minimum=1)
     energy = _resolve_energy(p, energy)
-    d = Ws[0].shape[0]
-    eye = np.eye(d)
-    rec_t, rec_s, rec_b = [], [], []
-    for n in range(steps + 1):
-        # prefix[k] = W_k ⋯ W_1 (prefix[0] = I); suffix[k] = W_N ⋯ W_{k+1} (suffix[N] = I)
-        prefix = [eye]
-        for W in Ws:
-            prefix.append(W @ prefix[-1])
-        X = prefix[-1]
-        U, s, Vt = np.linalg.svd(X)
-        if n % record_every == 0 or n == steps:
-            rec_t.append(n * step)
-            rec_s.append(s.copy())
-            rec_b.append(balance_defect(Ws))
-        if n == steps:
-            break
-        if not np.all(np.isfinite(s)) or s.min() <= 0:
-            raise RuntimeError(f"train_factors: X became singular or non-finite at step {n}; lower the step")
-        G = (U * _free_energy_grad(s, N, beta, energy)[None, :]) @ Vt
-        suffix = [eye] * (N + 1)
-        for k in range(N - 1, -1, -1):
-            suffix[k] = suffix[k + 1] @ Ws[k]
-        grads = [suffix[k + 1].T @ G @ prefix[k].T for k in range(N)]
-        Ws = [W - step * gk for W, gk in zip(Ws, grads)]
-    return {"times": np.array(rec_t), "sigma": np.array(rec_s), "balance": np.array(rec_b),
-            "Ws": Ws, "X": end_to_end(Ws)}
+    grid = record_steps(steps, record_every) if steps else np.zeros(1, dtype=np.int64)
+    model = _FactorModel(Ws, N, beta, energy, step)
+    run = run_ensemble(lambda _reps, _streams: model, [Configuration(1, grid, {"step": step, "N": N, "beta": beta})],
+                       seed=0, record_names=("sigma", "balance"), final_names=tuple(f"W{k}" for k in range(N)),
+                       n_chunks=1, check_every=1, divergence_limit=_FACTOR_LIMIT,
+                       method="factor gradient descent", desc="factor gradient descent")[0]
+    Ws = [run.final[f"W{k}"][0] for k in range(N)]
+    return {"times": grid * step, "sigma": run.sigma[0], "balance": run.balance[0], "Ws": Ws, "X": end_to_end(Ws)}
 
 
 # ---------------------------------------------------------------------------------------------

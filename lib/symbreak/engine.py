@@ -29,11 +29,14 @@ Contents
 from __future__ import annotations
 
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .rng import spawn_rngs
+from .progress import ProgressCounter
+from .rng import _seed_sequence, spawn_rngs
 from .validation import check_array, check_int
 
 __all__ = [
@@ -46,6 +49,11 @@ __all__ = [
     "n_workers",
     "run_chunks",
     "WishartBlockSampler",
+    "replica_streams",
+    "check_interrupt",
+    "Configuration",
+    "EnsembleResult",
+    "run_ensemble",
 ]
 
 
@@ -170,10 +178,11 @@ class DivergenceError(RuntimeError):
         self.step, self.replica, self.params, self.value, self.limit = step, replica, dict(params), value, limit
         self.method = method
         desc = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items())
+        hint = ("The learning rate is past the stability edge (eta * lambda_max(Hessian) > 2); lower eta or raise "
+                "the batch size." if method == "SGD" else "The step size is past the stability edge; lower it.")
         super().__init__(
             f"{method} diverged at step {step} (replica {replica}; {desc}): weight magnitude "
-            f"{value:.3g} exceeds {limit:.3g}. The learning rate is past the stability edge "
-            "(eta * lambda_max(Hessian) > 2); lower eta or raise the batch size."
+            f"{value:.3g} exceeds {limit:.3g}. {hint}"
         )
 
 
@@ -216,17 +225,95 @@ def run_chunks(fn, n_items: int, *, n_chunks: int = 2, seed=None):
     ``seed``, never on the number of cores, so results are reproducible on any machine; the
     chunks run concurrently on :func:`n_workers` threads. Returns the list of ``fn`` results in
     chunk order.
+
+    Ctrl-C (``KeyboardInterrupt``) stops every chunk at its next :func:`check_interrupt` and
+    returns only when no worker thread is left running; an exception in one chunk stops the others
+    the same way and is re-raised.
     """
     n_items = check_int("n_items", n_items, minimum=1)
     n_chunks = min(check_int("n_chunks", n_chunks, minimum=1), n_items)
     bounds = np.linspace(0, n_items, n_chunks + 1).round().astype(int)
     slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
     rngs = spawn_rngs(seed, n_chunks)
-    workers = min(n_workers(), n_chunks)
-    if workers == 1:
-        return [fn(s, g) for s, g in zip(slices, rngs)]
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(fn, slices, rngs))
+    return _map_threads(fn, list(zip(slices, rngs)), min(n_workers(), n_chunks))
+
+
+class _Stopped(Exception):
+    """Raised inside a worker thread that was asked to stop (Ctrl-C or another chunk failed)."""
+
+
+_local = threading.local()
+
+
+def check_interrupt() -> None:
+    """Stop the calling worker thread if its run was interrupted (call it once per block of steps).
+
+    Worker threads started by :func:`run_chunks` or :func:`run_ensemble` call it between blocks
+    of steps; in the main thread it does nothing (Ctrl-C raises ``KeyboardInterrupt`` there
+    directly).
+    """
+    ev = getattr(_local, "stop", None)
+    if ev is not None and ev.is_set():
+        raise _Stopped()
+
+
+def _map_threads(fn, args, workers):
+    """``[fn(*a) for a in args]`` on ``workers`` threads, interruptible, leaving no thread behind."""
+    if workers <= 1 or len(args) <= 1:
+        return [fn(*a) for a in args]
+    stop = threading.Event()
+
+    def call(a):
+        _local.stop = stop
+        try:
+            return fn(*a)
+        finally:
+            _local.stop = None
+
+    pool = ThreadPoolExecutor(max_workers=workers)
+    futures = [pool.submit(call, a) for a in args]
+    try:
+        pending = futures
+        while pending:
+            # short timeouts keep the main thread responsive to Ctrl-C
+            done, pending = wait(pending, timeout=0.05, return_when=FIRST_EXCEPTION)
+            if any(f.exception() is not None for f in done):
+                break
+        errors = [f.exception() for f in futures if f.done() and f.exception() is not None]
+        real = [e for e in errors if not isinstance(e, _Stopped)]
+        if real:
+            raise real[0]
+        return [f.result() for f in futures]
+    finally:
+        stop.set()
+        for f in futures:
+            f.cancel()
+        pool.shutdown(wait=True)
+
+
+def replica_streams(seed, replicas) -> list[np.random.Generator]:
+    """Independent random streams, one per replica, where replica ``r``'s stream depends only on
+    ``(seed, r)``.
+
+    Stream ``r`` is the ``r``-th child of the seed's :class:`~numpy.random.SeedSequence` (what
+    ``SeedSequence(seed).spawn(n)[r]`` gives for any ``n > r``), driving the SFC64 bit generator
+    (NumPy's fastest). So a replica's trajectory never depends on how many replicas run, how
+    they are chunked or how many threads run them.
+
+    Parameters
+    ----------
+    seed : int, tuple of int, numpy.random.SeedSequence or None
+        As in :func:`symbreak.rng.make_rng`.
+    replicas : iterable of int
+        Replica indices.
+    """
+    ss = _seed_sequence(seed)
+    out = []
+    for r in replicas:
+        r = check_int("replica", r, minimum=0)
+        child = np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + (r,), pool_size=ss.pool_size)
+        out.append(np.random.Generator(np.random.SFC64(child)))
+    return out
 
 
 class WishartBlockSampler:
@@ -283,17 +370,12 @@ class WishartBlockSampler:
         d, dt = self.d, self.dtype
         self.batch_sizes, self.scale = batch_sizes, scale
         r = batch_sizes.size
-        n = self.max_steps * r
         rows, cols = np.tril_indices(d, -1)
         self._flat_lower = rows * d + cols
-        self._a = np.zeros((n, d, d), dtype=dt)
-        self._at = np.empty((n, d, d), dtype=dt)
-        self._s = np.empty((n, d, d), dtype=dt)
-        self._z = np.empty((n, rows.size), dtype=dt)
-        self._g = np.empty((n, d), dtype=dt)
-        # Bartlett: A_ii^2 ~ chi^2(B - i) = 2 Gamma((B - i) / 2); rows of the block are (step, replica)
-        shape = np.maximum(batch_sizes[:, None] - np.arange(d)[None, :], 1) / 2.0
-        self._shape = np.tile(shape, (self.max_steps, 1)).astype(dt)
+        self._nz = rows.size
+        self._bufs = {}
+        # Bartlett: A_ii^2 ~ chi^2(B - i) = 2 Gamma((B - i) / 2)
+        self._shape1 = (np.maximum(batch_sizes[:, None] - np.arange(d)[None, :], 1) / 2.0).astype(dt)  # (R, d)
         self._small = np.flatnonzero(batch_sizes < d)
         root = np.sqrt(scale / batch_sizes)
         if self.factor.ndim == 1:
@@ -305,6 +387,17 @@ class WishartBlockSampler:
             self._mg = np.broadcast_to(root[:, None] * np.sqrt(2.0), (r, d)).astype(dt)
             self._lf = self.factor.astype(dt)
 
+    def _buffers(self, m):
+        """Buffers for blocks of ``m`` steps, laid out [replica, step, ...] (allocated once per ``m``)."""
+        if m not in self._bufs:
+            d, dt, r = self.d, self.dtype, self.n_replicas
+            self._bufs[m] = dict(
+                a=np.zeros((r, m, d, d), dt), s=np.empty((r, m, d, d), dt),
+                z=np.empty((r, m, self._nz), dt), g=np.empty((r, m, d), dt),
+                shape=np.repeat(self._shape1[:, None, :], m, axis=1),
+            )
+        return self._bufs[m]
+
     def keep(self, mask) -> None:
         """Keep only the replicas where ``mask`` is true (for ensembles whose replicas finish early)."""
         mask = np.asarray(mask, dtype=bool)
@@ -312,8 +405,17 @@ class WishartBlockSampler:
             raise ValueError("mask must be a boolean array with one entry per replica, not all false")
         self._set(self.batch_sizes[mask], self.scale[mask])
 
-    def draw(self, rng: np.random.Generator, n_steps: int) -> np.ndarray:
+    def draw(self, rng, n_steps: int) -> np.ndarray:
         """Draw ``n_steps`` steps for every replica.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator or sequence of numpy.random.Generator
+            One generator for the whole ensemble, or one per replica (see
+            :func:`replica_streams`); with one per replica, replica ``r``'s draws depend only on
+            its own stream, never on the other replicas.
+        n_steps : int
+            Steps to draw, ``1 ≤ n_steps ≤ max_steps``.
 
         Returns
         -------
@@ -323,23 +425,271 @@ class WishartBlockSampler:
         """
         n_steps = check_int("n_steps", n_steps, minimum=1, maximum=self.max_steps)
         r, d = self.n_replicas, self.d
-        n = n_steps * r
-        a2 = self._a.reshape(-1, d * d)[:n]
-        z, g = self._z[:n], self._g[:n]
-        rng.standard_normal(out=z, dtype=self.dtype)
-        z.reshape(n_steps, r, -1)[...] *= self._mz
-        a2[:, self._flat_lower] = z
-        rng.standard_gamma(self._shape[:n], out=g, dtype=self.dtype)
+        streams = None if isinstance(rng, np.random.Generator) else list(rng)
+        if streams is not None and len(streams) != r:
+            raise ValueError(f"rng must be one generator or one per replica ({r}), got {len(streams)}")
+        b = self._buffers(n_steps)
+        z, g = b["z"], b["g"]
+        if streams is None:
+            rng.standard_normal(out=z, dtype=self.dtype)
+            rng.standard_gamma(b["shape"], out=g, dtype=self.dtype)
+        else:
+            shape = b["shape"]
+            for j, st in enumerate(streams):
+                st.standard_normal(out=z[j], dtype=self.dtype)
+                st.standard_gamma(shape[j], out=g[j], dtype=self.dtype)
+        z *= self._mz[:, None, :]
         np.sqrt(g, out=g)
-        g.reshape(n_steps, r, d)[...] *= self._mg
-        a2[:, :: d + 1] = g
-        a, at, s = self._a[:n], self._at[:n], self._s[:n]
-        np.copyto(at, a.transpose(0, 2, 1))  # a contiguous Aᵀ: a plain product is faster than syrk here
-        np.matmul(a, at, out=s)
-        s4 = s.reshape(n_steps, r, d, d)
+        g *= self._mg[:, None, :]
+        a2 = b["a"].reshape(-1, d * d)
+        a2[:, self._flat_lower] = z.reshape(-1, self._nz)
+        a2[:, :: d + 1] = g.reshape(-1, d)
+        a, s = b["a"], b["s"]
+        np.matmul(a, a.transpose(0, 1, 3, 2), out=s)  # NumPy calls BLAS syrk for A Aᵀ
         if self.factor.ndim == 2:
-            s4[...] = self._lf @ s4 @ self._lf.T
-        for j in self._small:
-            m = sample_covariance(rng, self.factor, int(self.batch_sizes[j]), n_steps, dtype=self.dtype)
-            s4[:, j] = m * float(self.scale[j])
-        return s4
+            s[...] = self._lf @ s @ self._lf.T
+        for bsz in np.unique(self.batch_sizes[self._small]):
+            # B < d: the Wishart law is singular; draw the B points (as sample_covariance does)
+            idx = self._small[self.batch_sizes[self._small] == bsz]
+            x = np.empty((idx.size, n_steps, d, int(bsz)), dtype=self.dtype)
+            if streams is None:
+                rng.standard_normal(out=x, dtype=self.dtype)
+            else:
+                for jj, j in enumerate(idx):
+                    streams[j].standard_normal(out=x[jj], dtype=self.dtype)
+            x = self.factor.astype(self.dtype)[:, None] * x if self.factor.ndim == 1 else self._lf @ x
+            cov = x @ x.swapaxes(-1, -2)
+            cov *= (self.scale[idx] / bsz).astype(self.dtype)[:, None, None, None]
+            s[idx] = cov
+        return s.transpose(1, 0, 2, 3)
+
+
+# --------------------------------------------------------------------------------------------
+# the ensemble runner
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Configuration:
+    """One configuration of an ensemble: its replicas share a record grid and hyper-parameters.
+
+    Attributes
+    ----------
+    replicas : int
+        Number of replicas (seeds) of this configuration.
+    record_at : numpy.ndarray of int
+        Steps at which the state is recorded, increasing, starting at 0; the last is the number of
+        steps the configuration runs.
+    params : dict
+        Hyper-parameters (reported by :class:`DivergenceError` and kept in the result).
+    """
+
+    replicas: int
+    record_at: np.ndarray
+    params: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.replicas = check_int("replicas", self.replicas, minimum=1)
+        grid = np.asarray(self.record_at)
+        if (grid.ndim != 1 or grid.size == 0 or not np.issubdtype(grid.dtype, np.integer) or grid[0] != 0
+                or np.any(np.diff(grid) <= 0)):
+            raise ValueError("record_at must be a 1-D increasing array of integer steps starting at 0")
+        self.record_at = grid.astype(np.int64)
+
+
+@dataclass
+class EnsembleResult:
+    """What :func:`run_ensemble` returns for one configuration.
+
+    Attributes
+    ----------
+    steps : numpy.ndarray, shape (T,)
+        Recorded steps.
+    records : dict of numpy.ndarray
+        Each recorded quantity, axes ``[replica, record, ...]``.
+    final : dict of numpy.ndarray
+        The final state, axes ``[replica, ...]`` (what the model's ``final`` returns).
+    params : dict
+        The configuration's hyper-parameters.
+    tau : numpy.ndarray, shape (T,) or None
+        The slow time of each record, when the chapter defines one.
+    """
+
+    steps: np.ndarray
+    records: dict
+    final: dict
+    params: dict
+    tau: np.ndarray | None = None
+
+    def __getattr__(self, name):
+        records = self.__dict__.get("records", {})
+        if name in records:
+            return records[name]
+        raise AttributeError(name)
+
+
+def _balanced_groups(work, n_groups):
+    """Split indices into ``n_groups`` groups of nearly equal total work (greedy, deterministic)."""
+    groups = [[] for _ in range(n_groups)]
+    loads = np.zeros(n_groups)
+    for r in sorted(range(len(work)), key=lambda i: (-work[i], i)):
+        g = int(np.argmin(loads))
+        groups[g].append(r)
+        loads[g] += work[r]
+    return [np.array(sorted(g), dtype=np.int64) for g in groups if g]
+
+
+def _divergence(mag, limit):
+    mag = np.asarray(mag, dtype=float)
+    bad = ~np.isfinite(mag) | (mag > limit)
+    return int(np.flatnonzero(bad)[0]) if bad.any() else None
+
+
+def _run_group(model_factory, reps, grids, params, streams, *, check_every, block, limit, method, counter):
+    """Run the replicas ``reps`` (global indices) as one batched ensemble; one thread's share."""
+    n = len(reps)
+    model = model_factory(reps, streams)
+    active = np.arange(n)
+    ptr = np.zeros(n, dtype=np.int64)
+    out = [[] for _ in range(n)]
+    finals = [None] * n
+    step = 0
+    block = max(check_every, (block // check_every) * check_every)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        while active.size:
+            stop = min(int(grids[r][ptr[r]]) for r in active)
+            while step < stop:
+                m = min(block, stop - step)
+                noise = model.draw(m)
+                for t0 in range(0, m, check_every):
+                    t1 = min(t0 + check_every, m)
+                    for t in range(t0, t1):
+                        model.step(noise, t, step + t)
+                    j = _divergence(model.magnitude(), limit)
+                    if j is not None:
+                        r = int(reps[active[j]])
+                        raise DivergenceError(step + t1, r, params[r], float(np.asarray(model.magnitude())[j]),
+                                              float(limit), method)
+                    check_interrupt()
+                step += m
+                counter.advance(m * active.size)
+            due = np.array([int(grids[r][ptr[r]]) == step for r in active], dtype=bool)
+            rec = model.record(due)
+            for i, jj in enumerate(np.flatnonzero(due)):
+                out[active[jj]].append(tuple(x[i] for x in rec))
+                ptr[active[jj]] += 1
+            done = np.array([ptr[r] >= len(grids[r]) for r in active], dtype=bool)
+            if done.any():
+                fin = model.final(done)
+                for i, jj in enumerate(np.flatnonzero(done)):
+                    finals[active[jj]] = tuple(x[i] for x in fin)
+                keep = ~done
+                active = active[keep]
+                if active.size:
+                    model.keep(keep)
+    return out, finals
+
+
+def run_ensemble(model_factory, configurations, *, seed=None, record_names, final_names=(), n_chunks=None,
+                 check_every: int = 8, block_steps: int = 64, block_draws: int = 1024,
+                 divergence_limit: float = 1e6, method: str = "SGD", work=None, desc=None):
+    """Run an ensemble of replicas of a chapter's training step; the one training loop of the book.
+
+    The chapter supplies its step as a *model*: ``model_factory(replicas, streams)`` builds the
+    batched state of the given replicas (global indices, with one random stream each from
+    :func:`replica_streams`) and returns an object with
+
+    * ``draw(m)``: the minibatch statistics of the next ``m`` steps of every active replica (or
+      ``None`` for a deterministic method),
+    * ``step(noise, t, step)``: apply step ``t`` of that block (``step`` is the global step count,
+      for schedules),
+    * ``magnitude()``: a size of each active replica's state (``(n_active,)``),
+    * ``record(mask)``: a tuple of arrays (leading axis: the masked active replicas),
+    * ``final(mask)``: a tuple of arrays, the final state of the masked replicas,
+    * ``keep(mask)``: drop the other active replicas (those that have finished).
+
+    The runner handles the rest: replicas of several :class:`Configuration` s in one batch; the
+    chunking of replicas over threads (:func:`n_workers` of them, the work balanced), blocks of
+    steps whose minibatches are drawn together, the record grids, divergence checks every
+    ``check_every`` steps, Ctrl-C, and the progress bar (:class:`symbreak.progress.ProgressCounter`).
+    Replica ``r`` draws only from its own stream (``seed``, ``r``), so its trajectory is the same
+    however many replicas, chunks or threads run.
+
+    Parameters
+    ----------
+    model_factory : callable
+        ``(replicas: ndarray of int, streams: list of Generator) -> model``.
+    configurations : list of Configuration
+        The replicas, record grids and hyper-parameters; replicas are numbered configuration by
+        configuration.
+    seed : int, tuple of int or None
+        Seed of the replicas' streams.
+    record_names, final_names : sequence of str
+        Names of the arrays that ``record`` and ``final`` return, in order.
+    n_chunks : int, optional
+        Number of chunks the replicas are split into (default: one per worker thread, at most one
+        per replica). Results do not depend on it.
+    check_every : int
+        Divergence (a non-finite or above-``divergence_limit`` magnitude) is checked every this many steps.
+    block_steps, block_draws : int
+        A block draws at most ``block_steps`` steps and about ``block_draws`` minibatches at once.
+    method : str
+        Name of the algorithm in a :class:`DivergenceError`.
+    work : array_like, optional
+        Relative cost of one step of each replica (for balancing chunks).
+    desc : str, optional
+        Label of the progress bar.
+
+    Returns
+    -------
+    list of EnsembleResult
+        One per configuration, arrays ``[replica, record, ...]``.
+
+    Raises
+    ------
+    DivergenceError
+        Naming the step, the replica and its hyper-parameters.
+    KeyboardInterrupt
+        On Ctrl-C, after every worker thread has stopped (within one block of steps).
+    """
+    configurations = list(configurations)
+    if not configurations:
+        raise ValueError("configurations must not be empty")
+    check_every = check_int("check_every", check_every, minimum=1)
+    block_steps = check_int("block_steps", block_steps, minimum=1)
+    block_draws = check_int("block_draws", block_draws, minimum=1)
+    limit = float(divergence_limit)
+    if not np.isfinite(limit) or limit <= 0:
+        raise ValueError(f"divergence_limit must lie in (0, inf), got {divergence_limit!r}")
+    grids, params, owner = [], [], []
+    for c, conf in enumerate(configurations):
+        for _ in range(conf.replicas):
+            grids.append(conf.record_at)
+            params.append(conf.params)
+            owner.append(c)
+    n_rep = len(grids)
+    cost = np.ones(n_rep) if work is None else np.broadcast_to(np.asarray(work, dtype=float), (n_rep,))
+    total = np.array([g[-1] for g in grids], dtype=float)
+    chunks = min(n_workers() if n_chunks is None else check_int("n_chunks", n_chunks, minimum=1), n_rep)
+    groups = _balanced_groups(list(total * cost), chunks)
+    streams = replica_streams(seed, range(n_rep))
+
+    with ProgressCounter(int(total.sum()), desc=desc) as counter:
+        def one(reps):
+            block = max(1, min(block_steps, block_draws // len(reps)))
+            return _run_group(model_factory, reps, [grids[r] for r in reps], params, [streams[r] for r in reps],
+                              check_every=check_every, block=block, limit=limit, method=method, counter=counter)
+
+        outs = _map_threads(one, [(g,) for g in groups], min(n_workers(), len(groups)))
+    per_rec = [None] * n_rep
+    per_fin = [None] * n_rep
+    for reps, (out, fin) in zip(groups, outs):
+        for j, r in enumerate(reps):
+            per_rec[r], per_fin[r] = out[j], fin[j]
+    results, start = [], 0
+    for conf in configurations:
+        sl = range(start, start + conf.replicas)
+        start += conf.replicas
+        records = {name: np.array([[rec[i] for rec in per_rec[r]] for r in sl]) for i, name in enumerate(record_names)}
+        final = {name: np.array([per_fin[r][i] for r in sl]) for i, name in enumerate(final_names)}
+        results.append(EnsembleResult(steps=conf.record_at.copy(), records=records, final=final,
+                                      params=dict(conf.params)))
+    return results

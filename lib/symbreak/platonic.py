@@ -46,8 +46,8 @@ Contents
     Sample-level quantities (Eq. 14, a Monte Carlo estimate of ``S``, the minibatch gradient).
 :func:`train_gd`, :func:`train_sgd`, :class:`TrainResult`
     Full-batch gradient descent on ``L + γ S + λ Σ‖W_i‖²`` and online SGD (batch ``B``, rate η,
-    optional weight decay), batched over replicas (optionally split into chunks on the thread
-    pool of :func:`symbreak.engine.run_chunks`).
+    optional weight decay), batched over replicas on :func:`symbreak.engine.run_ensemble`
+    (optionally split into chunks on its thread pool).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .engine import DivergenceError, check_divergence, record_steps, run_chunks, wishart_covariance
+from .engine import Configuration, DivergenceError, WishartBlockSampler, record_steps, run_ensemble
 from .rng import make_rng
 from .validation import (
     check_array,
@@ -1317,17 +1317,6 @@ class TrainResult:
         return rate * np.concatenate([[0.0], np.cumsum(factor ** power)])[self.steps]
 
 
-def _merge(results, params):
-    return TrainResult(
-        steps=results[0].steps,
-        kernels=np.concatenate([r.kernels for r in results], axis=1),
-        loss=np.concatenate([r.loss for r in results], axis=1),
-        entropy=np.concatenate([r.entropy for r in results], axis=1),
-        weights=[np.concatenate([r.weights[i] for r in results], axis=0) for i in range(len(results[0].weights))],
-        params=params,
-    )
-
-
 def _per_replica(name, value, r, *, positive=True):
     arr = np.asarray(value, dtype=float)
     if arr.ndim == 0:
@@ -1357,6 +1346,77 @@ def _common(net, task, weights, steps, record_every):
     steps = check_int("steps", steps, minimum=1)
     record_every = check_int("record_every", record_every, minimum=1)
     return [w.copy() for w in ws], steps, record_every
+
+
+class _PlatonicModel:
+    """A batch of EDLN replicas for :func:`symbreak.engine.run_ensemble`: online SGD (Wishart
+    minibatch moments) or full-batch gradient descent on ``L + γ S + λ Σ‖W_i‖²``."""
+
+    def __init__(self, reps, streams, net, task, ws, *, lr, wd, lr_warmup, sgd, batch_size=None,
+                 gamma=None, decay=None, gamma_warmup=0):
+        self.net, self.task, self.sgd = net, task, sgd
+        self.w = [a[reps].copy() for a in ws]
+        self.lr, self.wd, self.lr_warmup = lr[reps], wd[reps], lr_warmup
+        self.lr3, self.wd3 = self.lr[:, None, None], self.wd[:, None, None]
+        self.use_wd = bool(np.any(self.wd != 0))
+        self.streams = list(streams)
+        if sgd:
+            self.sampler = WishartBlockSampler(task.data_factor(), np.full(len(reps), batch_size), max_steps=64)
+        else:
+            self.g0, self.dec, self.gamma_warmup = gamma[reps], decay[reps], gamma_warmup
+            self.use_s = bool(np.any(self.g0 != 0))
+
+    def draw(self, m):
+        return self.sampler.draw(self.streams, m) if self.sgd else None
+
+    def step(self, noise, t, step):
+        if self.lr_warmup and step < self.lr_warmup:
+            self.lr3 = self.lr[:, None, None] * ((step + 1) / self.lr_warmup)
+        w = self.w
+        if self.sgd:
+            grads = _minibatch_gradient(self.net, self.task, w, noise[t])
+            for i in range(len(w)):
+                g = grads[i]
+                if self.use_wd:
+                    g = g + 2.0 * self.wd3 * w[i]
+                w[i] = w[i] - self.lr3 * g
+        else:
+            gw = self.gamma_warmup
+            ramp = min(max((step - gw) / gw, 0.0), 1.0) if gw else 1.0
+            g = self.g0 * self.dec ** max(step - 2 * gw, 0)
+            grads = _entropy_and_loss_gradients(self.net, self.task, w, ramp * g if self.use_s else 0.0)
+            for i in range(len(w)):
+                w[i] = w[i] - self.lr3 * (grads[i] + 2.0 * self.wd3 * w[i])
+
+    def magnitude(self):
+        return np.max([np.abs(a).max(axis=(1, 2)) for a in self.w], axis=0)
+
+    def record(self, mask):
+        return _record(self.net, self.task, [a[mask] for a in self.w])
+
+    def final(self, mask):
+        return tuple(a[mask] for a in self.w)
+
+    def keep(self, mask):
+        raise AssertionError("the replicas of a Platonic run all finish together")  # pragma: no cover
+
+
+def _train(net, task, ws, model_kw, params_of, *, steps, record_every, divergence_limit, n_chunks, seed, method):
+    """Run a trainer on :func:`symbreak.engine.run_ensemble`; return a :class:`TrainResult`."""
+    r = ws[0].shape[0]
+    grid = record_steps(steps, record_every)
+    limit = check_positive("divergence_limit", divergence_limit)
+    n_chunks = check_int("n_chunks", n_chunks, minimum=1)
+    confs = [Configuration(1, grid, params_of(i)) for i in range(r)]
+    runs = run_ensemble(lambda reps, streams: _PlatonicModel(reps, streams, net, task, ws, **model_kw), confs,
+                        seed=seed, record_names=("kernels", "loss", "entropy"),
+                        final_names=tuple(f"W{i}" for i in range(net.depth)), n_chunks=n_chunks,
+                        divergence_limit=limit, method=method, desc=f"Platonic {method}")
+    kernels = np.concatenate([x.kernels for x in runs])  # [replica, record, ...]
+    loss = np.concatenate([x.loss for x in runs])
+    ent = np.concatenate([x.entropy for x in runs])
+    weights = [np.concatenate([x.final[f"W{i}"] for x in runs]) for i in range(net.depth)]
+    return TrainResult(grid, np.swapaxes(kernels, 0, 1), loss.T, ent.T, weights)
 
 
 def train_gd(net: EDLN, task: Task, weights, *, lr, steps: int, gamma=0.0, weight_decay=0.0,
@@ -1397,11 +1457,10 @@ def train_gd(net: EDLN, task: Task, weights, *, lr, steps: int, gamma=0.0, weigh
     divergence_limit : float
         A weight magnitude above it raises :class:`~symbreak.engine.DivergenceError`.
     n_chunks : int
-        Replicas are split into this many fixed chunks (:func:`symbreak.engine.run_chunks`), run
-        concurrently on the thread pool. The default 1 is fastest for the chapter's small
+        Replicas are split into this many chunks, run concurrently on the thread pool of
+        :func:`symbreak.engine.run_ensemble`. The default 1 is fastest for the chapter's small
         matrices (a few ×few: the time goes to Python-level overhead that holds the GIL); use 2
-        for large ensembles. Results depend on ``n_chunks`` only through the chunking, never on
-        the number of cores.
+        for large ensembles. Results do not depend on ``n_chunks`` or on the number of cores.
 
     Returns
     -------
@@ -1420,44 +1479,18 @@ def train_gd(net: EDLN, task: Task, weights, *, lr, steps: int, gamma=0.0, weigh
         if np.any(gamma <= 0):
             raise ValueError("gamma must be > 0 when gamma_final is given")
         decay = (gf / gamma) ** (1.0 / max(steps - 2 * gamma_warmup, 1))
-    grid = record_steps(steps, record_every)
     lr_warmup = check_int("lr_warmup", lr_warmup, minimum=0)
     params = dict(method="gd", lr=lr, gamma=gamma, weight_decay=wd, steps=steps, gamma_warmup=gamma_warmup,
                   gamma_final=gamma_final, lr_warmup=lr_warmup)
 
-    def run(sl, _rng):
-        w = [a[sl].copy() for a in ws]
-        lr3, g0, wd3 = lr[sl, None, None], gamma[sl], wd[sl, None, None]
-        g, dec = g0, decay[sl]
-        use_s = bool(np.any(g != 0))
-        recs = []
-        rec = 0
-        for t in range(steps + 1):
-            if t == grid[rec]:
-                with np.errstate(over="ignore", invalid="ignore"):
-                    recs.append(_record(net, task, w))
-                check_divergence(np.max([np.abs(a).max(axis=(1, 2)) for a in w], axis=0), step=t,
-                                 limit=divergence_limit,
-                                 params=lambda i: dict(lr=float(lr[sl][i]), gamma=float(g0[i]),
-                                                       weight_decay=float(wd[sl][i])),
-                                 method="gradient descent")
-                rec += 1
-                if t == steps:
-                    break
-            if lr_warmup and t < lr_warmup:
-                lr3 = lr[sl, None, None] * ((t + 1) / lr_warmup)
-            ramp = min(max((t - gamma_warmup) / gamma_warmup, 0.0), 1.0) if gamma_warmup else 1.0
-            g = g0 * dec ** max(t - 2 * gamma_warmup, 0)
-            with np.errstate(over="ignore", invalid="ignore"):
-                grads = _entropy_and_loss_gradients(net, task, w, ramp * g if use_s else 0.0)
-            with np.errstate(over="ignore", invalid="ignore"):
-                for i in range(len(w)):
-                    w[i] = w[i] - lr3 * (grads[i] + 2.0 * wd3 * w[i])
-        ks, ls, ss = zip(*recs)
-        return TrainResult(grid, np.stack(ks), np.stack(ls), np.stack(ss), w)
-
-    res = run_chunks(run, r, n_chunks=n_chunks, seed=0)
-    return _merge(res, params)
+    model_kw = dict(lr=lr, wd=wd, lr_warmup=lr_warmup, sgd=False, gamma=gamma, decay=decay,
+                    gamma_warmup=gamma_warmup)
+    res = _train(net, task, ws, model_kw,
+                 lambda i: dict(lr=float(lr[i]), gamma=float(gamma[i]), weight_decay=float(wd[i])),
+                 steps=steps, record_every=record_every, divergence_limit=divergence_limit, n_chunks=n_chunks,
+                 seed=0, method="gradient descent")
+    res.params = params
+    return res
 
 
 def train_sgd(net: EDLN, task: Task, weights, *, lr, batch_size: int, steps: int, seed=None,
@@ -1483,7 +1516,9 @@ def train_sgd(net: EDLN, task: Task, weights, *, lr, batch_size: int, steps: int
     batch_size : int
         ``B ≥ 1``, common to all replicas.
     seed :
-        Seed of the minibatch stream (split into independent per-chunk streams).
+        Seed of the minibatch streams: replica ``r`` draws from its own stream ``(seed, r)``
+        (:func:`symbreak.engine.replica_streams`), so its trajectory does not depend on how many
+        replicas run or how they are chunked.
     lr_warmup : int
         If positive, the learning rate rises linearly from ``lr / lr_warmup`` to ``lr`` over the
         first ``lr_warmup`` steps: far from the minima (random initialisation, large loss) the
@@ -1501,44 +1536,14 @@ def train_sgd(net: EDLN, task: Task, weights, *, lr, batch_size: int, steps: int
     lr = _per_replica("lr", lr, r)
     wd = _per_replica("weight_decay", weight_decay, r, positive=False)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    grid = record_steps(steps, record_every)
-    factor = task.data_factor()
-    n = task.n
-    v = task.v_star
     lr_warmup = check_int("lr_warmup", lr_warmup, minimum=0)
     params = dict(method="sgd", lr=lr, batch_size=batch_size, weight_decay=wd, steps=steps,
                   lr_warmup=lr_warmup)
 
-    def run(sl, rng):
-        w = [a[sl].copy() for a in ws]
-        lr3, wd3 = lr[sl, None, None], wd[sl, None, None]
-        size = w[0].shape[0]
-        use_wd = bool(np.any(wd3 != 0))
-        recs = []
-        rec = 0
-        for t in range(steps + 1):
-            if t == grid[rec]:
-                with np.errstate(over="ignore", invalid="ignore"):
-                    recs.append(_record(net, task, w))
-                check_divergence(np.max([np.abs(a).max(axis=(1, 2)) for a in w], axis=0), step=t,
-                                 limit=divergence_limit,
-                                 params=lambda i: dict(lr=float(lr[sl][i]), batch_size=batch_size,
-                                                       weight_decay=float(wd[sl][i])))
-                rec += 1
-                if t == steps:
-                    break
-            s_hat = wishart_covariance(rng, factor, batch_size, size)
-            if lr_warmup and t < lr_warmup:
-                lr3 = lr[sl, None, None] * ((t + 1) / lr_warmup)
-            with np.errstate(over="ignore", invalid="ignore"):
-                grads = _minibatch_gradient(net, task, w, s_hat)
-                for i in range(len(w)):
-                    g = grads[i]
-                    if use_wd:
-                        g = g + 2.0 * wd3 * w[i]
-                    w[i] = w[i] - lr3 * g
-        ks, ls, ss = zip(*recs)
-        return TrainResult(grid, np.stack(ks), np.stack(ls), np.stack(ss), w)
-
-    res = run_chunks(run, r, n_chunks=n_chunks, seed=seed)
-    return _merge(res, params)
+    model_kw = dict(lr=lr, wd=wd, lr_warmup=lr_warmup, sgd=True, batch_size=batch_size)
+    res = _train(net, task, ws, model_kw,
+                 lambda i: dict(lr=float(lr[i]), batch_size=batch_size, weight_decay=float(wd[i])),
+                 steps=steps, record_every=record_every, divergence_limit=divergence_limit, n_chunks=n_chunks,
+                 seed=seed, method="SGD")
+    res.params = params
+    return res
