@@ -61,3 +61,12 @@ distclean: clean
 ## make mutation: distort each theory function a page compares with by 10%; every page must fail
 mutation: $(STAMP)
 	$(BIN)/python -m pytest -m mutation -q
+
+## make browser: the built site (make book first) in headless Chromium: console errors, math, wide
+## equations, links, images, solutions, explorers, offline reading; 400 px screenshots into
+## _build/screenshots. Needs Debian's chromium (apt-get install chromium chromium-driver).
+BOOK_SITE ?= _build/html
+browser: $(STAMP)
+	$(BIN)/python -m pip install --quiet -r tests/browser/requirements.txt
+	@test -x /usr/bin/chromium || { echo "make browser needs Chromium: apt-get install -y chromium chromium-driver"; exit 1; }
+	BOOK_SITE=$(BOOK_SITE) $(BIN)/python -m pytest -m browser tests/browser -q -p no:cacheprovider

@@ -6,6 +6,8 @@
   without it stops with an error that says what to run, instead of shipping a site that needs a CDN.
 * **No source maps.** The themes ship ``*.js.map`` / ``*.css.map`` files (3 MB) that no reader
   needs; they are deleted from the built site, and the comments that point at them are removed.
+* **No script twice.** Jupyter Book 1.x adds sphinx-thebe's inline snippet twice; the second
+  ``const`` declaration is a JavaScript error on every page, so repeated scripts are dropped.
 * **Bibliography labels that match the citations.** The text cites author–year ("Kunin et al.,
   2021"); the ``symbreak`` pybtex style labels the bibliography the same way, prints an edition
   once ("2nd edition", "Reprint of the 1980 edition") and keeps DOIs, arXiv eprints and URLs.
@@ -20,7 +22,7 @@ from pybtex.plugin import register_plugin
 from pybtex.richtext import Text
 from pybtex.style.formatting.plain import Style as PlainStyle
 from pybtex.style.labels import BaseLabelStyle
-from pybtex.style.template import field, optional, words
+from pybtex.style.template import field, join, optional
 from sphinx.errors import ExtensionError
 
 #: Where ``make vendor`` puts MathJax, relative to the book's root (the Sphinx source folder).
@@ -88,7 +90,10 @@ class SymbreakStyle(PlainStyle):
     default_label_style = "symbreak-authoryear"
 
     def format_edition(self, e):
-        return optional[words[field("edition", apply_func=_edition)]]
+        raw = e.fields.get("edition")
+        if not raw:
+            return optional[field("edition")]  # renders nothing
+        return join[_edition(str(raw))]
 
 
 def _check_vendor(app) -> None:
@@ -117,9 +122,26 @@ def _strip_source_maps(app, exception) -> None:
             path.write_bytes(_SOURCE_MAP_COMMENT.sub(b"", data))
 
 
+def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Drop repeated inline scripts: Jupyter Book 1.x registers sphinx-thebe's and togglebutton's
+    snippets twice, and the second ``const THEBE_JS_URL`` throws a SyntaxError on every page."""
+    files = context.get("script_files")
+    if not files:
+        return
+    seen, unique = set(), []
+    for js in files:
+        key = (getattr(js, "filename", str(js)), tuple(sorted(getattr(js, "attributes", {}).items())))
+        if key in seen:
+            continue
+        seen.add(key)
+        unique.append(js)
+    files[:] = unique
+
+
 def setup(app):
     register_plugin("pybtex.style.labels", "symbreak-authoryear", AuthorYearLabelStyle)
     register_plugin("pybtex.style.formatting", "symbreak", SymbreakStyle)
     app.connect("builder-inited", _check_vendor)
     app.connect("build-finished", _strip_source_maps)
+    app.connect("html-page-context", _dedupe_scripts, priority=900)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

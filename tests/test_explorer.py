@@ -17,6 +17,12 @@ from symbreak import explorer, plotting
 GRID = {"eta": [0.01, 0.02, 0.04], "B": [32, 128]}
 
 
+@pytest.fixture(autouse=True)
+def _no_open_figures():
+    plt.close("all")
+    yield
+
+
 def draw_lines(eta, B):
     fig, axes = plotting.subplots(1, 1, width=3.0, height=2.0)
     t = np.linspace(0, 1, 50)
@@ -52,7 +58,7 @@ def test_static_html_has_one_distinct_frame_per_grid_point():
 
 def test_static_html_shows_the_figure_at_its_natural_width():
     html_out, _ = explorer.static_html(draw_lines, {"eta": [0.01], "B": [32]}, alt="curve")
-    assert "width:288px;max-width:100%" in html_out  # 3.0 in at 96 px per inch, never shrunk below
+    assert "width:300px;max-width:100%" in html_out  # 3.0 in at 100 px per inch, never shrunk below
 
 
 def test_initial_setting_and_labels():

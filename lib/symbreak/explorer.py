@@ -36,9 +36,9 @@ EXPLORER_ENV_VAR = "SYMBREAK_EXPLORER"
 #: Default budget for all images of one static explorer, in bytes of HTML (pages stay < 3 MB).
 MAX_BYTES = 1_200_000
 
-#: CSS pixels per inch of figure: a figure is shown at its natural size (never shrunk below it
-#: unless the page is narrower), so its fonts keep their point sizes.
-_CSS_PX_PER_INCH = 96
+#: CSS pixels per inch of figure, as for every figure of the book (symbreak.plotting): a frame is
+#: shown at its natural size, shrunk only on screens narrower than the figure.
+_CSS_PX_PER_INCH = 100
 
 _MODES = {"live", "static"}
 
@@ -143,6 +143,9 @@ def _render_frames(draw, grid, dpi, colors):
             plt.close("all")
             raise TypeError(f"draw must return a matplotlib Figure, got {type(fig).__name__} for {params}")
         try:
+            from symbreak.plotting import legible
+
+            legible(fig)
             png = _png_bytes(fig, dpi, colors)
             if use_svg is None:
                 size_in = tuple(fig.get_size_inches())
