@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test quick-book figures benchmark mutation clean distclean
+.PHONY: book test quick-book figures benchmark mutation clean distclean vendor browser pdf
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -12,8 +12,25 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	@touch $(STAMP)
 
+## make vendor: MathJax from the npm registry into _vendor/ (the site serves it; no CDN needed)
+MATHJAX_VERSION := 3.2.2
+MATHJAX_NPM     := _vendor/npm/node_modules/mathjax
+MATHJAX_OUT     := _vendor/_static/mathjax
+vendor: $(MATHJAX_OUT)/tex-mml-chtml.js
+
+$(MATHJAX_OUT)/tex-mml-chtml.js: Makefile
+	rm -rf _vendor
+	npm install --no-save --no-package-lock --no-audit --no-fund --prefix _vendor/npm mathjax@$(MATHJAX_VERSION)
+	mkdir -p $(MATHJAX_OUT)/output/chtml/fonts $(MATHJAX_OUT)/input/tex
+	cp $(MATHJAX_NPM)/LICENSE $(MATHJAX_NPM)/package.json $(MATHJAX_NPM)/es5/tex-mml-chtml.js $(MATHJAX_OUT)/
+	cp -r $(MATHJAX_NPM)/es5/output/chtml/fonts/woff-v2 $(MATHJAX_OUT)/output/chtml/fonts/
+	cp -r $(MATHJAX_NPM)/es5/input/tex/extensions $(MATHJAX_OUT)/input/tex/
+	cp -r $(MATHJAX_NPM)/es5/a11y $(MATHJAX_NPM)/es5/ui $(MATHJAX_OUT)/
+	rm -rf _vendor/npm
+	@echo "MathJax $(MATHJAX_VERSION) vendored into $(MATHJAX_OUT) ($$(du -sh $(MATHJAX_OUT) | cut -f1))"
+
 ## make book: build the site strictly (any warning fails) into _build/html
-book: $(STAMP)
+book: $(STAMP) vendor
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo
 	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
@@ -23,7 +40,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 ## make quick-book: the same site with every simulation in quick mode (a preview)
-quick-book: $(STAMP)
+quick-book: $(STAMP) vendor
 	BOOK_QUICK=1 $(BIN)/jupyter-book build . -W -n --keep-going --path-output _build/quick
 	@echo "Quick preview: open file://$(CURDIR)/_build/quick/_build/html/index.html"
 
@@ -44,3 +61,12 @@ distclean: clean
 ## make mutation: distort each theory function a page compares with by 10%; every page must fail
 mutation: $(STAMP)
 	$(BIN)/python -m pytest -m mutation -q
+
+## make browser: the built site (make book first) in headless Chromium: console errors, math, wide
+## equations, links, images, solutions, explorers, offline reading; 400 px screenshots into
+## _build/screenshots. Needs Debian's chromium (apt-get install chromium chromium-driver).
+BOOK_SITE ?= _build/html
+browser: $(STAMP)
+	$(BIN)/python -m pip install --quiet -r tests/browser/requirements.txt
+	@test -x /usr/bin/chromium || { echo "make browser needs Chromium: apt-get install -y chromium chromium-driver"; exit 1; }
+	BOOK_SITE=$(BOOK_SITE) $(BIN)/python -m pytest -m browser tests/browser -q -p no:cacheprovider

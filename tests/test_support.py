@@ -74,3 +74,69 @@ def test_validation_messages_name_the_parameter():
         check_symmetric_positive_definite("Sigma_x", -np.eye(2))
     with pytest.raises(ValueError, match="Z.*invertible"):
         check_invertible("Z", np.ones((3, 3)))
+
+
+# Machado, Oliveira & Fernandes (2009), severity 1.0, in linear RGB.
+_CVD = {
+    "protanopia": [[0.152286, 1.052583, -0.204868], [0.114503, 0.786281, 0.099216], [-0.003882, -0.048116, 1.051998]],
+    "deuteranopia": [[0.367322, 0.860646, -0.227968], [0.280085, 0.672501, 0.047413], [-0.011820, 0.042940, 0.968881]],
+    "tritanopia": [[1.255528, -0.076749, -0.178779], [-0.078411, 0.930809, 0.147602], [0.004733, 0.691367, 0.303900]],
+}
+
+
+def _seen_as(color, kind):
+    """sRGB colour as a reader with ``kind`` colour blindness sees it (sRGB in [0, 1])."""
+    rgb = np.array(matplotlib.colors.to_rgb(color))
+    lin = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    sim = np.clip(np.array(_CVD[kind]) @ lin, 0, 1)
+    return np.where(sim <= 0.0031308, 12.92 * sim, 1.055 * sim ** (1 / 2.4) - 0.055)
+
+
+def _min_cvd_distance(c1, c2):
+    return min(np.linalg.norm(_seen_as(c1, k) - _seen_as(c2, k)) for k in _CVD)
+
+
+def test_contrasting_roles_are_colour_blind_safe():
+    # the simulation separates what it should: the classic red/green pair collapses under deuteranopia
+    assert _min_cvd_distance("#d62728", "#2ca02c") < 0.2
+    for a, b in plotting.CONTRASTING_ROLES:
+        assert _min_cvd_distance(plotting.ROLE_COLORS[a], plotting.ROLE_COLORS[b]) > 0.2, (a, b)
+
+
+def test_legible_raises_small_text_of_wide_figures():
+    fig, axes = plotting.subplots(1, 4, width=2.9, height=2.6)  # 11.6 in: shown at 7.5/11.6 of its size
+    axes[0, 0].set_title("small", fontsize=7)
+    axes[0, 1].set_xlabel("label")
+    axes[0, 2].plot([0, 1], [0, 1], label="line")
+    axes[0, 2].legend(fontsize=6)
+    plotting.legible(fig)
+    need = plotting.MIN_FONT_PT * 11.6 / plotting.PAGE_WIDTH_IN
+    texts = [t for t in fig.findobj(matplotlib.text.Text) if t.get_text()]
+    fig.canvas.draw()
+    ticks = [t for ax in fig.axes for t in ax.get_xticklabels() + ax.get_yticklabels() if t.get_text()]
+    assert texts and ticks
+    assert min(t.get_fontsize() for t in texts + ticks) >= need - 1e-9
+    matplotlib.pyplot.close(fig)
+
+
+def test_legible_leaves_narrow_figures_at_the_house_sizes():
+    fig, axes = plotting.subplots(1, 1)  # 3.4 in: shown at full size
+    axes[0, 0].set_title("title")
+    plotting.legible(fig)
+    assert axes[0, 0].title.get_fontsize() == 10
+    with pytest.raises(ValueError, match="page_width_in"):
+        plotting.legible(fig, page_width_in=0)
+    matplotlib.pyplot.close(fig)
+
+
+def test_inline_pngs_are_200_dpi_shown_at_100_px_per_inch():
+    import base64
+
+    fig, axes = plotting.subplots(1, 1, width=4.0, height=3.0)
+    axes[0, 0].plot([0, 1], [0, 1])
+    data, meta = plotting._house_png(fig)
+    png = base64.b64decode(data)
+    width_px = int.from_bytes(png[16:20], "big")
+    assert meta["width"] == width_px // 2
+    assert abs(meta["width"] - 400) < 40  # about 4 in at 100 px per inch (bbox "tight" trims or pads a little)
+    matplotlib.pyplot.close(fig)

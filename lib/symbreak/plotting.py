@@ -7,7 +7,14 @@ Conventions shared by every chapter:
 * **one colour per mode or parameter**, the same across chapters: mode ``a`` of ``n`` is
   ``mode_color(a, n)`` (a perceptually uniform map), a parameter value among a sweep is
   ``param_colors(values)[value]``, and recurring roles (SGD, gradient descent, decoder, network A, ...)
-  have fixed colours in :data:`ROLE_COLORS`.
+  have fixed colours in :data:`ROLE_COLORS`, from the Okabe–Ito palette: the pairs that a figure
+  sets against each other (:data:`CONTRASTING_ROLES`) stay distinct under the three kinds of
+  colour blindness;
+* **legible and crisp on the page**: figures are shown at 100 px per inch, as PNGs at 200 dpi
+  (the notebook's inline backend is switched to ``retina``), and :func:`legible` raises every text
+  to at least :data:`MIN_FONT_PT` points *after* a figure wider than the page column
+  (:data:`PAGE_WIDTH_IN`) is scaled down to it. :func:`use_style` installs this for every figure a
+  notebook displays or glues.
 
 The library's maths modules never import this one; notebooks do, in hidden-input cells.
 """
@@ -20,7 +27,11 @@ import numpy as np
 
 __all__ = [
     "ROLE_COLORS",
+    "CONTRASTING_ROLES",
+    "PAGE_WIDTH_IN",
+    "MIN_FONT_PT",
     "use_style",
+    "legible",
     "mode_color",
     "mode_colors",
     "param_colors",
@@ -37,30 +48,58 @@ __all__ = [
 #: (``make figures`` sets it).
 FIGURES_ENV_VAR = "SYMBREAK_FIGURES"
 
-#: Fixed colours for the roles that recur across chapters.
+#: Fixed colours for the roles that recur across chapters (Okabe & Ito's colour-blind-safe palette;
+#: grey for gradient descent, near-black for theory).
 ROLE_COLORS = {
     "theory": "#222222",
-    "sgd": "#1f77b4",
-    "gd": "#7f7f7f",
-    "entropic": "#2ca02c",
-    "weight_decay": "#d62728",
-    "no_noise": "#9467bd",
-    "decoder": "#d95f02",
-    "encoder": "#1b9e77",
-    "contractive": "#d95f02",
-    "expansive": "#7570b3",
-    "A": "#1f77b4",
-    "B": "#ff7f0e",
+    "sgd": "#0072B2",  # blue
+    "gd": "#7f7f7f",  # grey
+    "entropic": "#E69F00",  # orange
+    "weight_decay": "#D55E00",  # vermillion
+    "no_noise": "#56B4E9",  # sky blue
+    "decoder": "#D55E00",
+    "encoder": "#009E73",  # bluish green
+    "contractive": "#D55E00",
+    "expansive": "#0072B2",
+    "A": "#0072B2",
+    "B": "#E69F00",  # orange
     "lambert": "#222222",
-    "sqrt": "#e377c2",
+    "sqrt": "#CC79A7",  # reddish purple
 }
+
+#: Roles that figures draw against each other: each pair must stay distinguishable for readers
+#: with protanopia, deuteranopia or tritanopia (tested in ``tests/test_support.py``).
+CONTRASTING_ROLES = [
+    ("sgd", "gd"),
+    ("sgd", "entropic"),
+    ("entropic", "weight_decay"),
+    ("entropic", "no_noise"),
+    ("weight_decay", "no_noise"),
+    ("sgd", "weight_decay"),
+    ("sgd", "no_noise"),
+    ("gd", "entropic"),
+    ("gd", "weight_decay"),
+    ("gd", "no_noise"),
+    ("decoder", "encoder"),
+    ("contractive", "expansive"),
+    ("A", "B"),
+    ("lambert", "sqrt"),
+]
+
+#: Width of the page's text column in inches at the 100 px per inch figures are shown at
+#: (sphinx-book-theme's article column is about 750 px wide on a desktop screen).
+PAGE_WIDTH_IN = 7.5
+
+#: Smallest text size, in points, that a figure may show once it is scaled to the page width.
+MIN_FONT_PT = 8.0
 
 _MODE_CMAP = "viridis"
 _MODE_RANGE = (0.0, 0.9)  # skip viridis' pale yellow end, invisible on white
 
 _RC = {
-    "figure.dpi": 110,
-    "savefig.dpi": 150,
+    # 100 px per inch on the page; the inline backend doubles it (retina): 200 dpi PNGs
+    "figure.dpi": 100,
+    "savefig.dpi": 200,
     "figure.figsize": (6.4, 4.0),
     "figure.constrained_layout.use": True,
     "font.size": 10,
@@ -78,10 +117,72 @@ _RC = {
 
 
 def use_style() -> None:
-    """Apply the house style to matplotlib's global settings (idempotent)."""
+    """Apply the house style to matplotlib's global settings (idempotent).
+
+    In an IPython kernel with the inline backend it also makes every displayed or glued figure a
+    200 dpi PNG shown at 100 px per inch, with :func:`legible` applied first.
+    """
     import matplotlib as mpl
 
     mpl.rcParams.update(_RC)
+    _install_inline_formatter()
+
+
+def legible(fig, *, page_width_in: float = PAGE_WIDTH_IN, min_pt: float = MIN_FONT_PT):
+    """Raise every text of ``fig`` to at least ``min_pt`` points after scaling to the page width.
+
+    A figure wider than ``page_width_in`` is shown scaled down by ``page_width_in / width``, and
+    its text with it; texts (titles, labels, tick labels, legends, annotations) smaller than
+    ``min_pt`` divided by that factor are enlarged to it. Returns ``fig``.
+
+    Raises
+    ------
+    ValueError
+        If ``page_width_in`` or ``min_pt`` is not a positive number.
+    """
+    from matplotlib.text import Text
+
+    for name, value in (("page_width_in", page_width_in), ("min_pt", min_pt)):
+        if not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+            raise ValueError(f"{name} must be a positive number, got {value!r}")
+    width = float(fig.get_size_inches()[0])
+    need = float(min_pt) / min(1.0, float(page_width_in) / width)
+    for ax in fig.axes:
+        for which, axis in (("x", ax.xaxis), ("y", ax.yaxis)):
+            labels = axis.get_ticklabels(which="both")
+            size = min((t.get_fontsize() for t in labels), default=None)
+            if size is None:
+                size = axis.get_major_ticks()[0].label1.get_fontsize() if axis.get_major_ticks() else need
+            if size < need:
+                ax.tick_params(axis=which, which="both", labelsize=need)
+    for text in fig.findobj(Text):
+        if text.get_text() and text.get_fontsize() < need:
+            text.set_fontsize(need)
+    return fig
+
+
+def _house_png(fig):
+    """The inline backend's PNG of ``fig``: legible, 200 dpi, shown at 100 px per inch."""
+    from IPython.core.pylabtools import retina_figure
+
+    return retina_figure(legible(fig), base64=True)
+
+
+def _install_inline_formatter() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+    from matplotlib.figure import Figure
+
+    formatters = shell.display_formatter.formatters
+    formatters["image/png"].for_type(Figure, _house_png)
+    # one picture per figure: no SVG/PDF/JPEG copies next to the PNG
+    for mime in ("image/svg+xml", "application/pdf", "image/jpeg"):
+        formatters[mime].pop(Figure, None)
 
 
 def mode_colors(n: int) -> list:
@@ -174,5 +275,5 @@ def save_figure(fig, name: str):
         raise ValueError(f"name must use letters, digits, '.', '_' or '-', got {name!r}")
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, name + ".png")
-    fig.savefig(path, dpi=150)
+    fig.savefig(path, dpi=200)
     return path

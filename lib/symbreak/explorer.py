@@ -1,0 +1,327 @@
+"""Explorers: sliders over a figure, live in a kernel and precomputed on the static site.
+
+An explorer is a drawing function ``draw(**params) -> matplotlib.figure.Figure`` and a grid of
+slider values for each parameter. :func:`show` displays it in one of two ways:
+
+* **live** — in a kernel started by a Jupyter server (JupyterLab, Notebook, Binder) with
+  ``ipywidgets`` installed: one slider per parameter, and every move calls ``draw`` again;
+* **static** — everywhere else, in particular when the book is built: ``draw`` runs once for every
+  point of the grid, each figure becomes a compact image (a palette PNG, or SVG when that is
+  smaller), and the cell's output is a self-contained piece of HTML with range sliders and a few
+  lines of JavaScript that swap the images. It needs no kernel, no CDN and no widget library, so
+  the sliders move on the built site, offline too. A PNG of the first setting rides along in the
+  same output for formats without JavaScript (the PDF).
+
+``SYMBREAK_EXPLORER=live`` or ``=static`` forces a mode. The library's maths modules never import
+this one; notebooks do.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import itertools
+import json
+import math
+import os
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+
+__all__ = ["EXPLORER_ENV_VAR", "MAX_BYTES", "explorer_mode", "static_html", "live_widget", "show"]
+
+#: Environment variable that forces the explorer mode (``live`` or ``static``).
+EXPLORER_ENV_VAR = "SYMBREAK_EXPLORER"
+
+#: Default budget for all images of one static explorer, in bytes of HTML (pages stay < 3 MB).
+MAX_BYTES = 1_200_000
+
+#: CSS pixels per inch of figure, as for every figure of the book (symbreak.plotting): a frame is
+#: shown at its natural size, shrunk only on screens narrower than the figure.
+_CSS_PX_PER_INCH = 100
+
+_MODES = {"live", "static"}
+
+
+def explorer_mode() -> str:
+    """``"live"`` in a Jupyter-server kernel with ipywidgets, else ``"static"``.
+
+    ``SYMBREAK_EXPLORER`` (``live``/``static``) overrides the detection.
+
+    Raises
+    ------
+    ValueError
+        If ``SYMBREAK_EXPLORER`` holds anything else.
+    """
+    forced = os.environ.get(EXPLORER_ENV_VAR, "").strip().lower()
+    if forced:
+        if forced not in _MODES:
+            raise ValueError(f"{EXPLORER_ENV_VAR}={forced!r} is not understood: use 'live' or 'static'")
+        return forced
+    # Jupyter servers (JupyterLab, Notebook, Binder) set JPY_SESSION_NAME for the kernels they
+    # start; book builds and tests run kernels through nbclient, which does not.
+    if "JPY_SESSION_NAME" not in os.environ:
+        return "static"
+    try:
+        import ipywidgets  # noqa: F401
+    except ImportError:
+        return "static"
+    return "live"
+
+
+def _validate(draw, grid, alt, initial):
+    if not callable(draw):
+        raise TypeError(f"draw must be callable, got {type(draw).__name__}")
+    if not isinstance(grid, Mapping):
+        raise TypeError(f"grid must be a mapping from parameter name to its slider values, got {type(grid).__name__}")
+    if not grid:
+        raise ValueError("grid must name at least one parameter")
+    clean = {}
+    for name, values in grid.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"grid keys must be parameter names (identifiers), got {name!r}")
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence | range) and not hasattr(values, "tolist"):
+            raise TypeError(f"grid[{name!r}] must be a sequence of slider values, got {type(values).__name__}")
+        values = list(values.tolist() if hasattr(values, "tolist") else values)
+        if not values:
+            raise ValueError(f"grid[{name!r}] must hold at least one value")
+        clean[name] = values
+    if not isinstance(alt, str) or not alt.strip():
+        raise ValueError("alt must be a non-empty description of the figure (read to screen-reader users)")
+    start = {}
+    for name, values in clean.items():
+        if initial is not None and name in initial:
+            if initial[name] not in values:
+                raise ValueError(f"initial[{name!r}]={initial[name]!r} is not one of grid[{name!r}]={values!r}")
+            start[name] = values.index(initial[name])
+        else:
+            start[name] = 0
+    if initial is not None:
+        unknown = set(initial) - set(clean)
+        if unknown:
+            raise ValueError(f"initial names parameters that are not in grid: {sorted(unknown)}")
+    return clean, start
+
+
+def _format_value(value) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _png_bytes(fig, dpi: float, colors: int) -> bytes:
+    """``fig`` as a palette PNG (``colors`` colours, no dithering) at ``dpi``."""
+    from PIL import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi)
+    img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    out = io.BytesIO()
+    img.quantize(colors=colors, dither=Image.Dither.NONE).save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def _svg_bytes(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="svg", metadata={"Date": None})
+    return buf.getvalue()
+
+
+def _render_frames(draw, grid, dpi, colors):
+    """Every grid point drawn and encoded; the format (PNG or SVG) is the smaller for the first one."""
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    names = list(grid)
+    frames = {}
+    size_in = None
+    use_svg = None
+    for idx in itertools.product(*(range(len(grid[n])) for n in names)):
+        params = {n: grid[n][i] for n, i in zip(names, idx)}
+        fig = draw(**params)
+        if not isinstance(fig, Figure):
+            plt.close("all")
+            raise TypeError(f"draw must return a matplotlib Figure, got {type(fig).__name__} for {params}")
+        try:
+            from symbreak.plotting import legible
+
+            legible(fig)
+            png = _png_bytes(fig, dpi, colors)
+            if use_svg is None:
+                size_in = tuple(fig.get_size_inches())
+                svg = _svg_bytes(fig)
+                use_svg = len(svg) < len(png)
+            frames["-".join(map(str, idx))] = ("image/svg+xml", _svg_bytes(fig)) if use_svg else ("image/png", png)
+            frames["-".join(map(str, idx))] += (png,)
+        finally:
+            plt.close(fig)
+    return frames, size_in
+
+
+def static_html(
+    draw: Callable,
+    grid: Mapping[str, Sequence],
+    *,
+    alt: str,
+    labels: Mapping[str, str] | None = None,
+    initial: Mapping | None = None,
+    dpi: float = 150,
+    colors: int = 128,
+    max_bytes: int = MAX_BYTES,
+) -> tuple[str, bytes]:
+    """Precompute every grid point of an explorer; return (HTML, PNG of the initial setting).
+
+    Parameters
+    ----------
+    draw : callable
+        ``draw(**params)`` returns a matplotlib Figure (closed here after rendering).
+    grid : mapping
+        Parameter name -> list of slider values, in slider order.
+    alt : str
+        Alt text of the figure; the current parameter values are appended to it.
+    labels : mapping, optional
+        Parameter name -> slider label (plain text or HTML entities), default the name.
+    initial : mapping, optional
+        Starting value of each parameter (must be one of its grid values); default the first.
+    dpi : float
+        Resolution of the PNG frames; lowered automatically (down to 60 % of it) when all frames
+        together would exceed ``max_bytes``.
+    colors : int
+        Palette size of the PNG frames (2..256).
+    max_bytes : int
+        Budget for the whole HTML output.
+
+    Raises
+    ------
+    TypeError
+        If ``draw`` is not callable or does not return a Figure, or ``grid`` is not a mapping of
+        sequences.
+    ValueError
+        If the grid is empty, ``alt`` is empty, ``initial`` is not on the grid, ``colors`` is not in
+        2..256, or the frames do not fit ``max_bytes`` even at the lowest resolution.
+    """
+    grid, start = _validate(draw, grid, alt, initial)
+    if not 2 <= int(colors) <= 256:
+        raise ValueError(f"colors must lie in [2, 256], got {colors!r}")
+    if not (isinstance(dpi, (int, float)) and math.isfinite(dpi) and dpi >= 50):
+        raise ValueError(f"dpi must be a finite number >= 50, got {dpi!r}")
+    labels = dict(labels or {})
+    names = list(grid)
+
+    for scale in (1.0, 0.8, 0.6):
+        frames, size_in = _render_frames(draw, grid, dpi * scale, int(colors))
+        payload = {key: f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}" for key, (mime, data, _) in frames.items()}
+        total = sum(len(v) for v in payload.values())
+        if total <= max_bytes:
+            break
+    else:
+        raise ValueError(
+            f"the {len(frames)} frames of this explorer take {total} bytes at the lowest resolution, "
+            f"more than max_bytes={max_bytes}: use fewer grid points or smaller figures"
+        )
+
+    uid = "symbreak-explorer-" + uuid.uuid4().hex[:10]
+    start_key = "-".join(str(start[n]) for n in names)
+    values_text = {n: [_format_value(v) for v in grid[n]] for n in names}
+
+    def current_alt(idx: Mapping[str, int]) -> str:
+        return alt.rstrip(". ") + " (" + ", ".join(f"{n} = {values_text[n][idx[n]]}" for n in names) + ")."
+
+    width_px = int(round(size_in[0] * _CSS_PX_PER_INCH))
+    controls = []
+    for n in names:
+        label = labels.get(n, n)
+        controls.append(
+            f'<label style="display:flex;align-items:center;gap:.6em;margin:.2em 0">'
+            f'<span style="min-width:5em">{label}</span>'
+            f'<input type="range" data-param="{html.escape(n)}" min="0" max="{len(grid[n]) - 1}" step="1" '
+            f'value="{start[n]}" aria-valuetext="{html.escape(values_text[n][start[n]])}" style="flex:1;max-width:22em">'
+            f'<output style="min-width:4em;font-variant-numeric:tabular-nums">{html.escape(values_text[n][start[n]])}</output>'
+            f"</label>"
+        )
+    data = {"names": names, "values": values_text, "alt": alt.rstrip(". "), "frames": payload}
+    data_json = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
+    script = (
+        "(function(){var root=document.getElementById('" + uid + "');if(!root)return;"
+        "var d=JSON.parse(root.querySelector('script[type=\"application/json\"]').textContent);"
+        "var img=root.querySelector('img');var inputs=root.querySelectorAll('input[type=range]');"
+        "function update(){var key=[],parts=[];"
+        "inputs.forEach(function(inp){var n=inp.getAttribute('data-param'),i=parseInt(inp.value,10),v=d.values[n][i];"
+        "key.push(i);parts.push(n+' = '+v);inp.setAttribute('aria-valuetext',v);inp.nextElementSibling.textContent=v;});"
+        "var src=d.frames[key.join('-')];if(src){img.src=src;img.alt=d.alt+' ('+parts.join(', ')+').';}}"
+        "inputs.forEach(function(inp){inp.addEventListener('input',update);});})();"
+    )
+    html_out = (
+        f'<div class="symbreak-explorer" id="{uid}">'
+        f'<div class="symbreak-explorer-controls">{"".join(controls)}</div>'
+        f'<img src="{payload[start_key]}" alt="{html.escape(current_alt(start))}" '
+        f'style="width:{width_px}px;max-width:100%;height:auto">'
+        f'<script type="application/json">{data_json}</script>'
+        f"<script>{script}</script>"
+        f"</div>"
+    )
+    first = frames[start_key][2]  # a PNG of the first setting, for the PDF and other script-free formats
+    return html_out, first
+
+
+def live_widget(draw: Callable, grid: Mapping[str, Sequence], *, alt: str, labels=None, initial=None):
+    """An ipywidgets box: one selection slider per parameter over its grid values, calling ``draw``."""
+    import ipywidgets as widgets
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    grid, start = _validate(draw, grid, alt, initial)
+    labels = dict(labels or {})
+    sliders = {
+        n: widgets.SelectionSlider(
+            options=[(_format_value(v), v) for v in values],
+            value=values[start[n]],
+            description=html.unescape(labels.get(n, n)),
+            continuous_update=False,
+        )
+        for n, values in grid.items()
+    }
+    out = widgets.Output()
+
+    def redraw(**params):
+        with out:
+            out.clear_output(wait=True)
+            fig = draw(**params)
+            display(fig)
+            plt.close(fig)
+
+    widgets.interactive_output(redraw, sliders)
+    return widgets.VBox([*sliders.values(), out])
+
+
+def show(
+    draw: Callable,
+    grid: Mapping[str, Sequence],
+    *,
+    alt: str,
+    labels: Mapping[str, str] | None = None,
+    initial: Mapping | None = None,
+    mode: str | None = None,
+    **static_options,
+) -> None:
+    """Display an explorer: live ipywidgets in a Jupyter-server kernel, precomputed HTML otherwise.
+
+    ``mode`` (``"live"``/``"static"``) overrides :func:`explorer_mode`; ``static_options`` go to
+    :func:`static_html` (``dpi``, ``colors``, ``max_bytes``). See :func:`static_html` for the
+    other parameters and the errors raised.
+    """
+    from IPython.display import display
+
+    mode = explorer_mode() if mode is None else mode
+    if mode not in _MODES:
+        raise ValueError(f"mode must be 'live' or 'static', got {mode!r}")
+    if mode == "live":
+        display(live_widget(draw, grid, alt=alt, labels=labels, initial=initial))
+        return
+    html_out, png = static_html(draw, grid, alt=alt, labels=labels, initial=initial, **static_options)
+    bundle = {
+        "text/html": html_out,
+        "image/png": base64.b64encode(png).decode("ascii"),
+        "text/plain": f"<explorer over {', '.join(grid)}: {alt}>",
+    }
+    display(bundle, raw=True)

@@ -1,0 +1,211 @@
+"""The built site in headless Chromium: what a reader sees, page by page.
+
+``make browser`` runs this after ``make book``; it is excluded from ``make test`` (marker ``browser``).
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import time
+import urllib.parse
+
+import pytest
+
+from conftest import EXPLORER_PAGES, SCREENSHOTS, toc_pages, visit
+
+pytestmark = pytest.mark.browser
+
+PAGES = toc_pages()
+
+#: Alt text that is only a file name or path (what a figure gets when nobody wrote one).
+PATH_ALT = re.compile(r"(^|/)[\w.-]+\.(png|jpe?g|svg|gif)$|^_build/|^\.\./|^/", re.I)
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page_loads_without_errors(report, name):
+    r = report[name]
+    assert r["pageerror"] == [], f"{name}: JavaScript exceptions {r['pageerror']}"
+    assert r["console"] == [], f"{name}: console errors {r['console']}"
+    assert r["http"] == [], f"{name}: HTTP errors {r['http']}"
+    assert r["failed"] == [], f"{name}: failed requests {r['failed']}"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_math_typesets_with_no_tex_left(report, name):
+    r = report[name]
+    assert r["mathErrors"] == [], f"{name}: MathJax errors {r['mathErrors']}"
+    assert r["tex"] == [], f"{name}: raw TeX left in the page: {r['tex'][:8]}"
+    if r["displayMath"]:
+        assert r["mathScript"] and r["typeset"] >= r["displayMath"], f"{name}: display math not typeset"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_wide_equations_scroll_with_a_cue(report, name):
+    assert report[name]["overflow"] == [], f"{name} at 1400 px: {report[name]['overflow']}"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_images_load(report, name):
+    broken = [i["src"] for i in report[name]["images"] if not i["ok"]]
+    assert broken == [], f"{name}: images that did not load {broken}"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_images_have_meaningful_alt_text(report, name):
+    bad = [(i["src"][:60], i["alt"]) for i in report[name]["images"]
+           if not i["logo"] and (not (i["alt"] or "").strip() or PATH_ALT.search((i["alt"] or "").strip()))]
+    assert bad == [], f"{name}: images whose alt text is empty or a file path {bad}"
+
+
+def _ids(path: pathlib.Path, cache={}) -> set[str]:  # noqa: B006 - a per-run cache of parsed pages
+    if path not in cache:
+        cache[path] = set(re.findall(r'\bid="([^"]+)"', path.read_text(errors="replace")))
+    return cache[path]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_internal_links_resolve(report, site, name):
+    here = site / (name + ".html")
+    broken = []
+    for href in set(report[name]["links"]):
+        parts = urllib.parse.urlsplit(href)
+        if parts.scheme or parts.netloc or href.startswith(("mailto:", "javascript:")):
+            continue  # external: not part of the offline site
+        target = here if not parts.path else (here.parent / urllib.parse.unquote(parts.path)).resolve()
+        if target.is_dir():
+            target = target / "index.html"
+        if not target.is_file() or site not in target.parents and target != site:
+            broken.append(href)
+            continue
+        frag = urllib.parse.unquote(parts.fragment)
+        if frag and target.suffix == ".html" and frag not in _ids(target):
+            broken.append(href)
+    assert sorted(broken) == [], f"{name}: internal links that lead nowhere {sorted(broken)}"
+
+
+def test_no_source_maps_and_a_favicon(site):
+    maps = sorted(str(p.relative_to(site)) for p in site.rglob("*.map"))
+    assert maps == [], f"source maps shipped: {maps[:5]}"
+    html = (site / "book" / "intro.html").read_text()
+    icon = re.search(r'<link rel="icon" href="([^"]+)"', html)
+    assert icon and (site / "book" / icon.group(1)).resolve().is_file(), "favicon missing"
+    assert (site / "_static" / "mathjax" / "LICENSE").is_file(), "MathJax shipped without its licence"
+
+
+def test_page_sizes_under_3_mb(site):
+    sizes = {name: (site / (name + ".html")).stat().st_size for name in PAGES}
+    print("page sizes (kB):", {k: v // 1000 for k, v in sizes.items()})
+    too_big = {k: v for k, v in sizes.items() if v > 3_000_000}
+    assert too_big == {}, f"pages over 3 MB: {too_big}"
+
+
+def test_solutions_open_in_place(browser, base_url, report):
+    pages = [name for name in PAGES if report[name]["solutions"]]
+    assert pages, "no page with exercise solutions found"
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    failures = []
+    try:
+        for name in pages:
+            page, _ = visit(context, f"{base_url}/{name}.html")
+            titles = page.locator(".solution > .admonition-title")
+            for i in range(titles.count()):
+                body = page.locator(".solution").nth(i).locator("> :not(.admonition-title)").first
+                url = page.url
+                titles.nth(i).scroll_into_view_if_needed()
+                titles.nth(i).click()
+                page.wait_for_timeout(150)
+                if page.url != url:
+                    failures.append(f"{name} solution {i + 1}: the click went to {page.url}")
+                    page.goto(url)
+                    page.wait_for_load_state("load")
+                elif not body.is_visible():
+                    failures.append(f"{name} solution {i + 1}: did not open")
+            page.close()
+    finally:
+        context.close()
+    assert failures == []
+
+
+def test_every_explorer_moves(browser, base_url, report):
+    with_explorer = {name for name in PAGES if report[name]["explorers"]}
+    assert EXPLORER_PAGES <= with_explorer, f"pages without a working explorer: {sorted(EXPLORER_PAGES - with_explorer)}"
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    try:
+        for name in sorted(with_explorer):
+            page, _ = visit(context, f"{base_url}/{name}.html")
+            explorers = page.locator(".symbreak-explorer")
+            for e in range(explorers.count()):
+                ex = explorers.nth(e)
+                img = ex.locator("img")
+                sliders = ex.locator("input[type=range]")
+                assert sliders.count() >= 1, f"{name}: explorer {e + 1} has no slider"
+                for s in range(sliders.count()):
+                    slider = sliders.nth(s)
+                    if slider.get_attribute("max") == "0":
+                        continue
+                    before = img.get_attribute("src"), img.get_attribute("alt"), slider.evaluate("e => e.nextElementSibling.textContent")
+                    slider.scroll_into_view_if_needed()
+                    slider.focus()
+                    page.keyboard.press("End" if slider.input_value() == "0" else "Home")
+                    after = img.get_attribute("src"), img.get_attribute("alt"), slider.evaluate("e => e.nextElementSibling.textContent")
+                    assert after[0] != before[0], f"{name}: slider {s + 1} of explorer {e + 1} does not change the figure"
+                    assert after[1] != before[1] and after[2] != before[2], f"{name}: alt text / value label not updated"
+                    assert img.evaluate("i => i.complete && i.naturalWidth > 0"), f"{name}: new frame did not load"
+            page.close()
+    finally:
+        context.close()
+
+
+def test_screenshots_at_400px(browser, base_url):
+    """A phone-width screenshot of every page, for CI's artifacts (``_build/screenshots/``)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": 400, "height": 860}, device_scale_factor=1)
+    written = []
+    try:
+        for name in PAGES:
+            page, _ = visit(context, f"{base_url}/{name}.html")
+            path = SCREENSHOTS / (name.replace("/", "--") + ".png")
+            page.screenshot(path=str(path), full_page=True)
+            written.append(path)
+            page.close()
+    finally:
+        context.close()
+    assert all(p.is_file() and p.stat().st_size > 5_000 for p in written)
+    print(f"{len(written)} screenshots in {SCREENSHOTS}")
+
+
+def test_site_reads_with_the_network_blocked(browser, base_url, report):
+    """Every request to anything but localhost is aborted: math must still typeset everywhere."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    outside = []
+
+    def route(r):
+        host = urllib.parse.urlsplit(r.request.url).hostname
+        if host in {"127.0.0.1", "localhost"} or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    problems = []
+    try:
+        for name in PAGES:
+            t0 = time.perf_counter()
+            page, events = visit(context, f"{base_url}/{name}.html")
+            n_math = page.evaluate("() => document.querySelectorAll('div.math, span.math').length")
+            n_typeset = page.evaluate("() => document.querySelectorAll('mjx-container').length")
+            if n_math and n_typeset < n_math:
+                problems.append(f"{name}: {n_typeset} of {n_math} formulas typeset offline")
+            if events["console"] or events["pageerror"]:
+                problems.append(f"{name}: errors offline {events['console'] + events['pageerror']}")
+            if report[name]["explorers"] and not page.locator(".symbreak-explorer img").first.evaluate(
+                    "i => i.complete && i.naturalWidth > 0"):
+                problems.append(f"{name}: explorer image missing offline")
+            page.close()
+            assert time.perf_counter() - t0 < 60
+    finally:
+        context.close()
+    assert outside == [], f"the site asked other servers for {sorted(set(outside))[:10]}"
+    assert problems == []
