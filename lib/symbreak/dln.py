@@ -91,6 +91,10 @@ __all__ = [
     "balance_defect",
     "spectral_gradient_matrix",
     "train_factors",
+    "entropy_gradient_matrix",
+    "matrix_velocity",
+    "matrix_flow_jacobian",
+    "matrix_flow",
     "EXPLORER_BOX",
     "explorer_view",
     "equilibrium_spectrum",
@@ -1350,6 +1354,94 @@ class _FactorModel:
 
 
 _FACTOR_LIMIT = 1e12
+
+def entropy_gradient_matrix(X, N) -> np.ndarray:
+    """Euclidean gradient ``∇_X S_N = U diag(∂S_N/∂σ_i) Vᵀ`` of the entropy at an invertible ``X``
+    (well defined at repeated singular values: the tie-safe gradient is equal on tied values)."""
+    X = check_array("X", X, ndim=2)
+    if X.shape[0] != X.shape[1]:
+        raise ValueError(f"X must be square, got shape {X.shape}")
+    N = _check_depth(N, minimum=2)
+    U, s, Vt = np.linalg.svd(X)
+    if not np.all(s > 0):
+        raise ValueError("X must be invertible (all singular values > 0)")
+    return (U * _entropy_grad_batched(s, N)[None, :]) @ Vt
+
+
+def matrix_velocity(X, *, N, beta, grad_energy) -> np.ndarray:
+    """The matrix flow P(1.1)/P(1.5): ``Ẋ = −A_{N,X}(∇E(X) − ∇S_N(X)/β)`` for any energy.
+
+    Parameters
+    ----------
+    X : array_like, shape (d, d)
+        Invertible end-to-end matrix.
+    N : int
+        Depth ``≥ 2``.
+    beta : float
+        Inverse temperature ``> 0`` or ``numpy.inf`` (no entropy: the plain DLN gradient flow).
+    grad_energy : callable
+        ``X ↦ ∇E(X)`` (Euclidean gradient, same shape as ``X``); spectral or not.
+    """
+    X = check_array("X", X, ndim=2)
+    N = _check_depth(N, minimum=2)
+    beta = _check_beta(beta, allow_inf=True)
+    if not callable(grad_energy):
+        raise TypeError("grad_energy must be a callable X -> grad E(X)")
+    G = np.asarray(grad_energy(X), dtype=float)
+    if G.shape != X.shape:
+        raise ValueError(f"grad_energy must return an array of shape {X.shape}, got {G.shape}")
+    if not math.isinf(beta):
+        G = G - entropy_gradient_matrix(X, N) / beta
+    return -A_operator(X, G, N)
+
+
+def matrix_flow_jacobian(X, *, N, beta, grad_energy, rel_step: float = 1e-4) -> np.ndarray:
+    """Jacobian of :func:`matrix_velocity` at ``X`` (``d²×d²`` on row-major ``vec``), by
+    Richardson-extrapolated central differences (:func:`numerical_jacobian`)."""
+    X = check_array("X", X, ndim=2)
+    shape = X.shape
+    h = check_positive("rel_step", rel_step) * float(np.abs(X).max())
+    fun = lambda v: matrix_velocity(v.reshape(shape), N=N, beta=beta, grad_energy=grad_energy).ravel()  # noqa: E731
+    x = X.ravel()
+    cols = []
+    for j in range(x.size):
+        def central(step):
+            e = np.zeros_like(x)
+            e[j] = step
+            return (fun(x + e) - fun(x - e)) / (2.0 * step)
+        cols.append((4.0 * central(h / 2.0) - central(h)) / 3.0)
+    return np.stack(cols, axis=1)
+
+
+def matrix_flow(X0, t_eval, *, N, beta, grad_energy, rtol: float = 1e-9, atol: float = 1e-12,
+                max_steps: int = 200_000) -> np.ndarray:
+    """Integrate :func:`matrix_velocity` from ``X0`` (``scipy.integrate.solve_ivp``, DOP853).
+
+    Returns the matrices at ``t_eval`` (shape ``(T, d, d)``). Raises ``RuntimeError`` when the
+    integration fails or needs more than ``max_steps`` right-hand-side evaluations (no hang), and
+    ``ValueError`` for bad input.
+    """
+    X0 = check_array("X0", X0, ndim=2)
+    t_eval = check_array("t_eval", t_eval, ndim=1)
+    if t_eval.size == 0 or np.any(t_eval < 0) or np.any(np.diff(t_eval) < 0) or not np.all(np.isfinite(t_eval)):
+        raise ValueError("t_eval must be a non-empty, non-decreasing array of finite times >= 0")
+    max_steps = check_int("max_steps", max_steps, minimum=1, maximum=10**8)
+    shape = X0.shape
+    calls = [0]
+
+    def rhs(_t, v):
+        calls[0] += 1
+        if calls[0] > max_steps:
+            raise RuntimeError(f"matrix_flow: more than max_steps={max_steps} evaluations")
+        return matrix_velocity(v.reshape(shape), N=N, beta=beta, grad_energy=grad_energy).ravel()
+
+    if t_eval[-1] == 0.0:
+        return np.repeat(X0[None], t_eval.size, axis=0)
+    sol = integrate.solve_ivp(rhs, (0.0, float(t_eval[-1])), X0.ravel(), method="DOP853", t_eval=t_eval,
+                              rtol=rtol, atol=atol)
+    if not sol.success:
+        raise RuntimeError(f"matrix_flow: integration failed ({sol.message})")
+    return sol.y.T.reshape((t_eval.size,) + shape)
 
 
 def train_factors(Ws, *, N, beta, step, steps, p=None, energy=None, record_every: int = 1) -> dict:
