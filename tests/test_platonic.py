@@ -426,7 +426,7 @@ def test_entropic_loss_reaches_platonic_alignment(small_pair):
               record_every=4000)
     ra, rb = pl.train_gd(net_a, task, wa, **kw), pl.train_gd(net_b, task, wb, **kw)
     al = _all_pairs(task, ra.kernels[-1], rb.kernels[-1])
-    assert al.min() >= 0.999
+    assert al.min() >= 0.9995      # measured 0.99985
     assert np.all(np.abs(ra.loss[-1] - np.trace(task.sigma_eps)) < 1e-3)
     assert np.all(np.abs(rb.loss[-1] - np.trace(task.sigma_eps)) < 1e-3)
 
@@ -439,15 +439,21 @@ def test_sgd_reaches_platonic_alignment_and_gd_does_not(small_pair):
     ra = pl.train_sgd(net_a, task, wa, seed=96, **kw)
     rb = pl.train_sgd(net_b, task, wb, seed=97, **kw)
     al = _all_pairs(task, ra.window_kernels(0.3), rb.window_kernels(0.3))
-    assert al.min() >= 0.95
+    assert al.min() >= 0.995       # measured 0.998
     # the same initialisations under plain gradient descent keep their imbalance
     gd = dict(lr=0.03, steps=4000, lr_warmup=300, record_every=4000)
     ga, gb = pl.train_gd(net_a, task, wa, **gd), pl.train_gd(net_b, task, wb, **gd)
     assert np.all(np.abs(ga.loss[-1] - np.trace(task.sigma_eps)) < 1e-6)  # GD did converge
     assert np.all(np.abs(gb.loss[-1] - np.trace(task.sigma_eps)) < 1e-6)
     gd_al = _all_pairs(task, ga.kernels[-1], gb.kernels[-1])
-    assert gd_al.mean() < 0.9   # stated bound: mean over pairs and seeds below 0.9
-    assert gd_al.min() < 0.8
+    assert gd_al.mean() < 0.85     # measured 0.82
+    assert gd_al.min() < 0.6       # measured 0.52
+    # the clean control: gradient flow (no learning rate, charges conserved)
+    fa = pl.gradient_flow(net_a, task, wa, t_end=60.0, n_records=1)
+    fb = pl.gradient_flow(net_b, task, wb, t_end=60.0, n_records=1)
+    flow_al = _all_pairs(task, fa.kernels[-1], fb.kernels[-1])
+    assert flow_al.mean() < 0.85   # measured 0.81
+    assert np.all(np.abs(fb.loss[-1] - np.trace(task.sigma_eps)) < 1e-8)
 
 
 def test_no_label_noise_selects_nothing(small_pair):
@@ -570,5 +576,121 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter():
         pl.minibatch_gradient(net, task3, pl.init_weights(net, 0), np.eye(5))
     with pytest.raises(ValueError, match="T"):
         pl.symmetry_transform(pl.init_weights(net, 0), 1, singular)
-    with pytest.raises(ValueError, match="v_star"):
-        pl.platonic_minimum(net, low, 0)
+    with pytest.raises(ValueError, match="widths"):
+        pl.platonic_minimum(narrow, task, 0)          # a width below rank V* = 3
+    with pytest.raises(ValueError, match="sigma_eps"):
+        pl.platonic_minimum(net, low.with_noise(np.zeros((3, 3))), 0)
+
+
+# ----------------------------------------------------------------------------------------------
+# rank-deficient targets, controls, curvature, the field's metrics, sample-level SGD, explorer
+# ----------------------------------------------------------------------------------------------
+
+def test_platonic_minimum_for_rank_deficient_target_and_narrow_widths():
+    """widths between rank V* and n: the explicit minimum is a global minimum with S = S_min,
+    every layer ∝ K* (rank r), every neuron balanced; and S_min is the orbit minimum."""
+    task = pl.random_task(5, n=5, m=4, rank=2)
+    net = pl.random_edln(1, 5, 4, (3, 2, 4))
+    w = pl.platonic_minimum(net, task, seed=0)
+    assert abs(pl.population_loss(net, task, w) - np.trace(task.sigma_eps)) < 1e-12
+    assert pl.entropy_term(net, task, w) == pytest.approx(pl.minimal_entropy(net, task), rel=1e-12)
+    k = pl.hidden_kernels(net, w, normalize=True)
+    assert np.abs(k - task.platonic_kernel()).max() < 1e-12
+    assert max(np.abs(r - 1).max() for r in pl.gradient_balance(net, task, w)) < 1e-10
+    assert np.linalg.matrix_rank(k[0], tol=1e-10) == 2
+
+
+def test_gradient_flow_conserves_charges_and_reaches_a_minimum(small_pair):
+    task, net_a, *_ = small_pair
+    w0 = pl.init_weights(net_a, 3, replicas=2)
+    res = pl.gradient_flow(net_a, task, w0, t_end=40.0, n_records=4)
+    assert res.params["method"] == "flow" and res.steps[-1] == pytest.approx(40.0)
+    assert np.all(res.loss[-1] - np.trace(task.sigma_eps) < 1e-8)
+    for c0, c1 in zip(pl.noether_charges(w0), pl.noether_charges(res.weights)):
+        assert np.abs(c1 - c0).max() < 1e-5 * np.abs(c0).max()
+    with pytest.raises(ValueError, match="t_end"):
+        pl.gradient_flow(net_a, task, w0, t_end=0.0)
+    with pytest.raises(ValueError, match="n_records"):
+        pl.gradient_flow(net_a, task, w0, t_end=1.0, n_records=0)
+    with pytest.raises(ValueError, match="rtol"):
+        pl.gradient_flow(net_a, task, w0, t_end=1.0, rtol=-1.0)
+
+
+def test_loss_hessian_and_trace_identity():
+    task, net_a, _ = pl.example_pair()
+    iso = task.with_noise(0.7 * np.eye(task.m))
+    w = pl.platonic_minimum(net_a, iso, seed=0)
+    h = pl.loss_hessian(net_a, iso, w)
+    assert np.allclose(h, h.T)
+    lam, tr = pl.sharpness_and_trace(net_a, iso, w)
+    assert lam == pytest.approx(pl.sharpness(net_a, iso, w), rel=1e-6)
+    assert tr == pytest.approx(pl.hessian_trace_at_minimum(net_a, iso, w), rel=1e-6)
+    # S = 2 σ² tr H at a global minimum with isotropic noise
+    assert pl.entropy_term(net_a, iso, w) == pytest.approx(2 * 0.7 * tr, rel=1e-6)
+    with pytest.raises(ValueError, match="unstacked"):
+        pl.loss_hessian(net_a, iso, [a[None] for a in w])
+    with pytest.raises(ValueError, match="step"):
+        pl.loss_hessian(net_a, iso, w, step=0.0)
+
+
+def test_cka_equals_weighted_alignment_and_knn_bounds():
+    task, net_a, net_b = pl.example_pair()
+    x, _, _ = pl.sample_data(task, 0, 20_000)
+    wa, wb = pl.init_weights(net_a, 1), pl.init_weights(net_b, 2)
+    ha, hb = pl.representations(net_a, wa, x)[0], pl.representations(net_b, wb, x)[1]
+    ka, kb = pl.hidden_kernels(net_a, wa)[0], pl.hidden_kernels(net_b, wb)[1]
+    assert pl.linear_cka(ha, hb) == pytest.approx(pl.kernel_alignment(ka, kb, metric=task.sigma_x), abs=0.01)
+    assert pl.gram_alignment(ha, hb) == pytest.approx(pl.kernel_alignment(ka, kb, metric=task.sigma_x), abs=0.01)
+    rot = pl.random_orthogonal(pl.make_rng(3), ha.shape[1])
+    assert pl.mutual_knn(ha[:500], 2.5 * ha[:500] @ rot, 10) == pytest.approx(1.0)
+    assert pl.linear_cka(ha, 3.0 * ha @ rot) == pytest.approx(1.0)
+    unrelated = pl.make_rng(4).standard_normal((500, 3))
+    assert pl.mutual_knn(ha[:500], unrelated, 10) < 0.1
+    with pytest.raises(ValueError, match="h2"):
+        pl.linear_cka(ha, hb[:10])
+    with pytest.raises(ValueError, match="k"):
+        pl.mutual_knn(ha[:20], hb[:20], 0)
+    with pytest.raises(ValueError, match="h1"):
+        pl.gram_alignment(np.zeros((5, 2)), hb[:5])
+
+
+def test_train_sgd_samples_linear_matches_population_sgd_statistics(small_pair):
+    """Without activation the sample-level trainer is online SGD on the EDLN: it selects K*."""
+    task, net_a, *_ = small_pair
+    w0 = pl.init_weights(net_a, 5, replicas=2)
+    res = pl.train_sgd_samples(net_a, task, w0, lr=0.01, batch_size=4, steps=20_000, seed=1, lr_warmup=1000)
+    al = pl.kernel_alignment(res.window_kernels(0.25), task.platonic_kernel(), metric=task.sigma_x)
+    assert al.min() > 0.97
+    # narrow widths are allowed here, and a finite dataset can be given
+    narrow = pl.random_edln(2, task.n, task.m, (task.n, 1))
+    x, _, y = pl.sample_data(task, 3, 64)
+    r2 = pl.train_sgd_samples(narrow, task, pl.init_weights(narrow, 4), lr=0.01, batch_size=4, steps=200,
+                              seed=5, data=(x, y), activation="tanh", scale=0.5)
+    assert np.all(np.isfinite(r2.loss[1:]))
+    with pytest.raises(ValueError, match="activation"):
+        pl.train_sgd_samples(net_a, task, w0, lr=0.01, batch_size=4, steps=100, activation="sigmoid")
+    with pytest.raises(ValueError, match="data"):
+        pl.train_sgd_samples(net_a, task, w0, lr=0.01, batch_size=4, steps=100, data=(x,))
+    with pytest.raises(ValueError, match="scale"):
+        pl.train_sgd_samples(net_a, task, w0, lr=0.01, batch_size=4, steps=100, scale=0.0)
+    with pytest.raises(pl.DivergenceError):
+        pl.train_sgd_samples(net_a, task, w0, lr=5.0, batch_size=4, steps=500)
+
+
+@pytest.mark.parametrize("eta,noise", [(0.001, 0.01), (0.001, 2.0), (0.03, 0.01), (0.03, 2.0), (0.01, 0.5)])
+def test_explorer_never_raises_in_its_box(eta, noise):
+    out = pl.explore_alignment(eta, noise, steps=3000, seeds=2)
+    assert out["diverged"].shape == (1,)
+    if out["diverged"][0]:
+        assert "diverged" in out["message"] and np.isnan(out["final"][0])
+    else:
+        assert 0.5 < out["final"][0] <= 1.0 + 1e-12
+
+
+def test_explorer_rejects_settings_outside_its_box():
+    with pytest.raises(ValueError, match="eta"):
+        pl.explore_alignment(0.1, 0.5)
+    with pytest.raises(ValueError, match="noise"):
+        pl.explore_alignment(0.01, 5.0)
+    with pytest.raises(ValueError, match="steps"):
+        pl.explore_alignment(0.01, 0.5, steps=10)

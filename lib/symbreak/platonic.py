@@ -1,6 +1,6 @@
 """Perfect Platonic representations in embedded deep linear networks (Ziyin & Chuang, 2025).
 
-The setting (paper Sec. 2, reconstructed in ``shared/papers/README.md``): latent data
+The setting (the paper's Sec. 2, as the book reconstructs it): latent data
 ``x ~ N(0, Σx)`` in ``R^n``, labels ``y = V* x + ε`` with label noise ``ε ~ N(0, Σε)`` in ``R^m``.
 A network sees the *view* ``Z x`` and is an *embedded deep linear network* (EDLN)
 
@@ -48,6 +48,13 @@ Contents
     Full-batch gradient descent on ``L + γ S + λ Σ‖W_i‖²`` and online SGD (batch ``B``, rate η,
     optional weight decay), batched over replicas on :func:`symbreak.engine.run_ensemble`
     (optionally split into chunks on its thread pool).
+:func:`gradient_flow`, :func:`loss_hessian`, :func:`sharpness_and_trace`, :func:`hessian_trace_at_minimum`
+    The continuous-time control (an ODE solver) and the curvature of ``L`` anywhere.
+:func:`linear_cka`, :func:`gram_alignment`, :func:`mutual_knn`, :func:`representations`
+    The sample-level alignment metrics of the representation-similarity literature.
+:func:`train_sgd_samples`, :func:`explore_alignment`
+    SGD on explicit samples (nonlinear modules, finite datasets, widths below ``rank V*``) and the
+    chapter's explorer.
 """
 
 from __future__ import annotations
@@ -109,6 +116,16 @@ __all__ = [
     "TrainResult",
     "train_gd",
     "train_sgd",
+    "gradient_flow",
+    "loss_hessian",
+    "sharpness_and_trace",
+    "hessian_trace_at_minimum",
+    "linear_cka",
+    "gram_alignment",
+    "mutual_knn",
+    "representations",
+    "train_sgd_samples",
+    "explore_alignment",
     "DivergenceError",
 ]
 
@@ -635,7 +652,7 @@ def minimal_entropy(net: EDLN, task: Task) -> float:
         \qquad \rho = \big\|\Sigma_\varepsilon^{1/2} V^\ast \Sigma_x^{1/2}\big\|_* ,
 
     the nuclear norm. At the minimiser all ``D`` layer terms ``E‖∇_{W_i}ℓ‖²`` are equal.
-    Needs ``Σε`` positive definite and ``V*`` of full column rank ``n``.
+    Needs ``Σε`` positive definite and every width ``≥ rank V*``.
     """
     net.check_task(task)
     _check_platonic_case(net, task)
@@ -651,10 +668,8 @@ def _check_platonic_case(net: EDLN, task: Task) -> None:
     if task.noise_free:
         raise ValueError("sigma_eps must be positive definite (label noise) for a Platonic minimum")
     check_symmetric_positive_definite("sigma_eps", task.sigma_eps)
-    if task.rank != task.n:
-        raise ValueError(f"v_star must have full column rank n = {task.n} here, got rank {task.rank}")
-    if min(net.widths) < task.n:
-        raise ValueError(f"widths must all be >= n = {task.n} here, got {net.widths}")
+    if min(net.widths) < task.rank:
+        raise ValueError(f"widths must all be >= rank V* = {task.rank} here, got {net.widths}")
 
 
 def platonic_minimum(net: EDLN, task: Task, seed=None) -> list:
@@ -665,8 +680,9 @@ def platonic_minimum(net: EDLN, task: Task, seed=None) -> list:
     columns ``O_k`` (``d_{k-1} × n``), so ``P_kᵀ P_k = s_k² Σx^{-1/2} R⋆ Σx^{-1/2} ∝ K⋆``; set
     ``W_1 = P_2 (M^I Z)^{-1}``, ``W_k = P_{k+1} P_k^+`` and ``W_D = (M^O)^{-1} V* P_D^+``, and choose
     the scales ``s_k`` so that all ``D`` layer terms of ``S`` are equal (the scalar part of the
-    balance, which makes ``S`` equal :func:`minimal_entropy`). Needs ``V*`` of full column rank
-    ``n``, every width ``≥ n`` and ``Σε`` positive definite.
+    balance, which makes ``S`` equal :func:`minimal_entropy`). For ``V*`` of rank ``r < n`` the
+    ``O_k`` have ``r`` columns and ``R⋆^{1/2}`` is replaced by ``Λ^{1/2}Qᵀ`` (``R⋆ = QΛQᵀ`` on its
+    range). Needs every width ``≥ rank V*`` and ``Σε`` positive definite.
     """
     net.check_task(task)
     _check_platonic_case(net, task)
@@ -683,10 +699,13 @@ def platonic_minimum(net: EDLN, task: Task, seed=None) -> list:
     for i in range(1, d - 1):
         u.append(u[-1] + np.log(c[i] / g))
     s = np.sqrt(np.exp(np.array(u)))                 # s_2 .. s_D
-    base = sqrtm_psd(core) @ sx_ihalf                 # R⋆^{1/2} Σx^{-1/2}
+    lam, vec = np.linalg.eigh(core)                  # R⋆ = Q Λ Qᵀ on its range (rank r = rank V*)
+    r = task.rank
+    lam, vec = lam[-r:], vec[:, -r:]
+    base = (np.sqrt(lam)[:, None] * vec.T) @ sx_ihalf  # Λ^{1/2} Qᵀ Σx^{-1/2}  (r×n)
     ps = []
     for k, width in enumerate(net.widths):
-        o = np.linalg.qr(rng.standard_normal((width, task.n)))[0]
+        o = np.linalg.qr(rng.standard_normal((width, r)))[0]
         ps.append(s[k] * o @ base)
     ws = [ps[0] @ np.linalg.inv(net.input_map)]
     for k in range(1, d - 1):
@@ -1252,6 +1271,374 @@ def entropy_term_mc(net: EDLN, task: Task, weights, seed, n_samples: int, *, chu
         left -= k
     v = np.concatenate(vals)
     return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size))
+
+
+# ----------------------------------------------------------------------------------------------
+# Controls, curvature, the field's metrics, sample-level training and the explorer
+# ----------------------------------------------------------------------------------------------
+
+def _flatten(ws):
+    return np.concatenate([w.reshape(w.shape[0], -1) for w in ws], axis=1)
+
+
+def _unflatten(flat, shapes):
+    out, i = [], 0
+    r = flat.shape[0]
+    for (o, n) in shapes:
+        out.append(flat[:, i:i + o * n].reshape(r, o, n))
+        i += o * n
+    return out
+
+
+def gradient_flow(net: EDLN, task: Task, weights, *, t_end: float, n_records: int = 50,
+                  rtol: float = 1e-7, atol: float = 1e-9) -> TrainResult:
+    """Gradient flow ``dW_i/dt = −∇_{W_i} L`` solved as an ODE (LSODA, adaptive and stiff-aware).
+
+    The continuous-time control of the chapter: no learning rate, hence no edge of stability and
+    no O(lr²) drift of the charges ``W_{k+1}ᵀW_{k+1} − W_kW_kᵀ`` (they are conserved up to the
+    solver's tolerance). Replicas are integrated as one system.
+
+    Parameters
+    ----------
+    net, task, weights :
+        As in :func:`train_gd`.
+    t_end : float
+        Final time (> 0); gradient descent with rate ``lr`` for ``t`` steps covers time ``lr·t``.
+    n_records : int
+        Number of equally spaced record times after ``0`` (≥ 1).
+    rtol, atol : float
+        Solver tolerances (> 0).
+
+    Returns
+    -------
+    TrainResult
+        ``steps`` holds the record *times* (floats), ``params['method'] == 'flow'``.
+    """
+    import scipy.integrate
+
+    net.check_task(task)
+    ws, _ = _stack(net, weights)
+    t_end = check_positive("t_end", t_end)
+    n_records = check_int("n_records", n_records, minimum=1)
+    rtol = check_positive("rtol", rtol)
+    atol = check_positive("atol", atol)
+    shapes = net.shapes
+    r = ws[0].shape[0]
+
+    def rhs(_t, y):
+        w = _unflatten(y.reshape(r, -1), shapes)
+        with np.errstate(over="ignore", invalid="ignore"):
+            g = _entropy_and_loss_gradients(net, task, w, 0.0)
+        return -_flatten(g).ravel()
+
+    times = np.linspace(0.0, t_end, n_records + 1)
+    sol = scipy.integrate.solve_ivp(rhs, (0.0, t_end), _flatten(ws).ravel(), method="LSODA",
+                                    t_eval=times, rtol=rtol, atol=atol)
+    if not sol.success or not np.all(np.isfinite(sol.y)):
+        raise DivergenceError(f"gradient flow failed: {sol.message}")
+    recs = [_record(net, task, _unflatten(sol.y[:, k].reshape(r, -1), shapes)) for k in range(times.size)]
+    ks, ls, ss = zip(*recs)
+    final = _unflatten(sol.y[:, -1].reshape(r, -1).copy(), shapes)
+    return TrainResult(times, np.stack(ks), np.stack(ls), np.stack(ss), final,
+                       params=dict(method="flow", t_end=t_end, nfev=int(sol.nfev), rtol=rtol, atol=atol))
+
+
+def loss_hessian(net: EDLN, task: Task, weights, *, step: float = 1e-5) -> np.ndarray:
+    """The full Hessian of the population loss ``L`` at ``weights`` (one network), by central
+    differences of the exact gradient :func:`loss_gradient` (error ``O(step²)``), symmetrised.
+
+    Valid anywhere (not only at global minima, unlike :func:`sharpness`). Parameters are ordered
+    layer by layer, each ``W_i`` row-major.
+
+    Returns
+    -------
+    numpy.ndarray, shape (p, p)
+        ``p = Σ_i d_out d_in``.
+    """
+    net.check_task(task)
+    ws, sq = _stack(net, weights)
+    if not sq:
+        raise ValueError("weights must be unstacked (one network) for loss_hessian")
+    step = check_positive("step", step)
+    x0 = _flatten(ws)[0]
+    p = x0.size
+    probes = np.concatenate([x0 + step * np.eye(p), x0 - step * np.eye(p)])
+    g = _flatten(_entropy_and_loss_gradients(net, task, _unflatten(probes, net.shapes), 0.0))
+    h = (g[:p] - g[p:]) / (2 * step)
+    return _sym(h)
+
+
+def sharpness_and_trace(net: EDLN, task: Task, weights):
+    """``(λ_max, tr H)`` of the Hessian of ``L`` (:func:`loss_hessian`) for each replica.
+
+    Returns two arrays of shape ``(R,)`` for stacked weights, floats otherwise.
+    """
+    ws, sq = _stack(net, weights)
+    lam, tr = [], []
+    for k in range(ws[0].shape[0]):
+        h = loss_hessian(net, task, [w[k] for w in ws])
+        lam.append(np.linalg.eigvalsh(h)[-1])
+        tr.append(np.trace(h))
+    lam, tr = np.array(lam), np.array(tr)
+    return (float(lam[0]), float(tr[0])) if sq else (lam, tr)
+
+
+def hessian_trace_at_minimum(net: EDLN, task: Task, weights):
+    """``tr ∇²L`` at a global minimum from the Gauss–Newton form,
+    ``2 Σ_i tr(Q_iᵀ Q_i) tr(P_i Σx P_iᵀ)`` (``Q_i = G_{i+1}``). With isotropic label noise
+    ``Σε = σ² I`` the entropic term at a minimum is ``S = 4 Σ_i tr(Q_iᵀ Σε Q_i) tr(P_i Σx P_iᵀ)
+    = 2 σ² tr ∇²L``: minimising ``S`` on the minima is minimising the Hessian trace."""
+    net.check_task(task)
+    ws, sq = _stack(net, weights)
+    p, q = _forward(net, ws)
+    out = sum(2.0 * _tr(_t(q[i]) @ q[i]) * _tr(p[i] @ task.sigma_x @ _t(p[i])) for i in range(net.depth))
+    return float(out[0]) if sq else out
+
+
+def linear_cka(h1, h2) -> float:
+    """Linear centred kernel alignment (CKA) of two representations of the same ``N`` samples
+    (Kornblith et al. 2019): ``‖H̃1ᵀH̃2‖_F² / (‖H̃1ᵀH̃1‖_F ‖H̃2ᵀH̃2‖_F)`` with column-centred ``H̃``.
+
+    For zero-mean Gaussian latent data and linear representations ``h = P x`` it converges, as
+    ``N → ∞``, to the Σx-weighted kernel alignment ``kernel_alignment(K1, K2, metric=Σx)``.
+    """
+    h1 = check_array("h1", h1, ndim=2)
+    h2 = check_array("h2", h2, ndim=2, shape=(h1.shape[0], None))
+    if h1.shape[0] < 2:
+        raise ValueError("h1 and h2 must hold at least 2 samples")
+    a = h1 - h1.mean(0)
+    b = h2 - h2.mean(0)
+    den = np.linalg.norm(a.T @ a) * np.linalg.norm(b.T @ b)
+    if den == 0:
+        raise ValueError("h1 and h2 must not be constant")
+    return float(np.linalg.norm(a.T @ b) ** 2 / den)
+
+
+def gram_alignment(h1, h2) -> float:
+    """Uncentred alignment of the sample Gram matrices ``H1 H1ᵀ`` and ``H2 H2ᵀ`` (``N`` samples):
+    the sample version of :func:`kernel_alignment` for representations that need not be linear
+    in the latent data."""
+    h1 = check_array("h1", h1, ndim=2)
+    h2 = check_array("h2", h2, ndim=2, shape=(h1.shape[0], None))
+    den = np.linalg.norm(h1.T @ h1) * np.linalg.norm(h2.T @ h2)
+    if den == 0:
+        raise ValueError("h1 and h2 must not be zero")
+    return float(np.linalg.norm(h1.T @ h2) ** 2 / den)
+
+
+def mutual_knn(h1, h2, k: int = 10) -> float:
+    """Mutual k-nearest-neighbour alignment (Huh et al. 2024): for each sample, the fraction of its
+    ``k`` nearest neighbours (Euclidean, itself excluded) in representation 1 that are also among
+    its ``k`` nearest neighbours in representation 2, averaged over samples. 1 for representations
+    equal up to a rotation and a scale; about ``k/N`` for unrelated ones."""
+    h1 = check_array("h1", h1, ndim=2)
+    h2 = check_array("h2", h2, ndim=2, shape=(h1.shape[0], None))
+    n = h1.shape[0]
+    k = check_int("k", k, minimum=1, maximum=max(n - 2, 1))
+
+    def knn(h):
+        sq = (h ** 2).sum(1)
+        d = sq[:, None] + sq[None, :] - 2 * h @ h.T
+        np.fill_diagonal(d, np.inf)
+        return np.argpartition(d, k - 1, axis=1)[:, :k]
+
+    a, b = knn(h1), knn(h2)
+    hits = [np.intersect1d(a[i], b[i]).size for i in range(n)]
+    return float(np.mean(hits) / k)
+
+
+def representations(net: EDLN, weights, x, *, activation=None, scale: float = 1.0) -> list:
+    """Hidden representations ``h^2 .. h^D`` of ``N`` latent samples ``x`` (shape ``(N, n)``) for one
+    network: a list of ``(N, d_k)`` arrays. With ``activation`` (``"tanh"`` or ``"relu"``) the
+    input module is nonlinear, ``h^1 = φ(s M^I Z x)/s`` (see :func:`train_sgd_samples`)."""
+    ws, sq = _stack(net, weights)
+    if not sq:
+        raise ValueError("weights must be unstacked (one network) for representations")
+    x = check_array("x", x, ndim=2, shape=(None, net.n))
+    phi, _ = _activation(activation)
+    scale = check_positive("scale", scale)
+    h = phi(scale * x @ net.input_map.T) / scale
+    out = []
+    for w in ws[:-1]:
+        h = h @ w[0].T
+        out.append(h)
+    return out
+
+
+def _activation(name):
+    if name is None:
+        return (lambda z: z), (lambda z: np.ones_like(z))
+    if name == "tanh":
+        return np.tanh, (lambda z: 1.0 - np.tanh(z) ** 2)
+    if name == "relu":
+        # shifted ReLU φ(z) = relu(z + 1) − 1: linear near 0 (slope 1), so that small inputs see
+        # the linear module, and bent for z < −1
+        return (lambda z: np.maximum(z, -1.0)), (lambda z: (z > -1.0).astype(float))
+    raise ValueError(f"activation must be None, 'tanh' or 'relu', got {name!r}")
+
+
+def train_sgd_samples(net: EDLN, task: Task, weights, *, lr, batch_size: int, steps: int, seed=None,
+                      activation=None, scale: float = 1.0, data=None, lr_warmup: int = 0,
+                      n_records: int = 20, divergence_limit: float = 1e6) -> TrainResult:
+    """SGD on explicit samples, for the cases the exact Wishart trick of :func:`train_sgd` does not
+    cover: a nonlinear module around the linear block, a finite dataset, widths below ``rank V*``.
+
+    The network is ``f(x) = M^O φ(s W_D ⋯ W_1 h¹)/s`` with ``h¹ = φ(s M^I Z x)/s``: with
+    ``activation=None`` the EDLN itself; with ``"tanh"`` or ``"relu"`` (a ReLU shifted to be linear
+    near 0) a nonlinear module on each side whose strength is ``scale`` (``s → 0`` recovers the
+    linear network; the paper's footnote 12 reads ``M^I`` as such a linearisation). Each step
+    draws ``B`` fresh samples ``(x, ε)`` — or, with ``data=(x, y)``, ``B`` rows of that fixed
+    dataset — and takes a step on the minibatch loss. Widths below ``rank V*`` are allowed.
+
+    Returns
+    -------
+    TrainResult
+        ``kernels`` are the latent kernels ``P_kᵀP_k`` of the linear block (meaningful as the
+        latent kernels only when ``activation is None``); ``loss`` the mean minibatch loss since
+        the previous record; ``entropy`` NaN (no closed form here).
+    """
+    if not isinstance(task, Task):
+        raise ValueError(f"task must be a Task, got {type(task).__name__}")
+    if task.n != net.n or task.m != net.m:
+        raise ValueError(f"task (n={task.n}, m={task.m}) and network (n={net.n}, m={net.m}) must match")
+    ws, _ = _stack(net, weights)
+    ws = [w.copy() for w in ws]
+    r = ws[0].shape[0]
+    lr = _per_replica("lr", lr, r)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    steps = check_int("steps", steps, minimum=1)
+    n_records = check_int("n_records", n_records, minimum=1, maximum=steps)
+    lr_warmup = check_int("lr_warmup", lr_warmup, minimum=0)
+    scale = check_positive("scale", scale)
+    phi, dphi = _activation(activation)
+    if data is not None:
+        if not isinstance(data, (tuple, list)) or len(data) != 2:
+            raise ValueError("data must be a pair (x, y) of arrays")
+        dx = check_array("data[0]", data[0], ndim=2, shape=(None, net.n))
+        dy = check_array("data[1]", data[1], ndim=2, shape=(dx.shape[0], net.m))
+        if dx.shape[0] < batch_size:
+            raise ValueError(f"data must hold at least batch_size = {batch_size} samples, got {dx.shape[0]}")
+    rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
+    lx = np.linalg.cholesky(task.sigma_x)
+    le = sqrtm_psd(task.sigma_eps)
+    mi, mo = net.input_map, net.m_out
+    grid = np.unique(np.linspace(0, steps, n_records + 1).astype(int))
+    recs, losses, acc, cnt = [], [], 0.0, 0
+    rec = 0
+    for t in range(steps + 1):
+        if t == grid[rec]:
+            with np.errstate(over="ignore", invalid="ignore"):
+                p, _ = _forward(net, ws)
+                recs.append(np.stack([_t(p[k]) @ p[k] for k in range(1, net.depth)], axis=1))
+            losses.append(acc / cnt if cnt else np.full(r, np.nan))
+            acc, cnt = 0.0, 0
+            check_divergence(np.max([np.abs(a).max(axis=(1, 2)) for a in ws], axis=0), step=t,
+                             limit=divergence_limit, params=lambda i: dict(lr=float(lr[i]), batch_size=batch_size))
+            rec += 1
+            if t == steps:
+                break
+        if data is None:
+            x = rng.standard_normal((r, batch_size, net.n)) @ lx.T
+            y = x @ task.v_star.T + rng.standard_normal((r, batch_size, net.m)) @ le.T
+        else:
+            idx = rng.integers(0, dx.shape[0], size=(r, batch_size))
+            x, y = dx[idx], dy[idx]
+        eta = lr * min((t + 1) / lr_warmup, 1.0) if lr_warmup else lr
+        with np.errstate(over="ignore", invalid="ignore"):
+            z0 = scale * x @ mi.T
+            h = [phi(z0) / scale]
+            for w in ws:
+                h.append(h[-1] @ _t(w))
+            zo = scale * h[-1]
+            out = (phi(zo) / scale) @ mo.T
+            res = out - y
+            acc = acc + (res ** 2).sum(-1).mean(-1)
+            cnt += 1
+            g = (2.0 / batch_size) * (res @ mo) * dphi(zo)
+            for i in range(net.depth - 1, -1, -1):
+                gw = _t(g) @ h[i]
+                if i > 0:
+                    g = g @ ws[i]
+                ws[i] = ws[i] - eta[:, None, None] * gw
+    ks = np.stack(recs)
+    loss = np.stack(losses)
+    return TrainResult(grid, ks, loss, np.full(loss.shape, np.nan), ws,
+                       params=dict(method="sgd-samples", lr=lr, batch_size=batch_size, steps=steps,
+                                   activation=activation, scale=scale, finite_data=data is not None))
+
+
+def explore_alignment(eta, noise: float, *, steps: int = 5000, batch_size: int = 4, seeds: int = 3,
+                      seed: int = 70, example_seed: int = 2026):
+    """The explorer of the chapter: train network A of :func:`example_pair` by SGD at learning rate
+    ``eta`` and label-noise level ``noise`` (mean variance per output) and report its alignment
+    with ``K⋆`` (Σx-weighted, mean over hidden layers).
+
+    Never raises inside its box ``eta ∈ [1e-3, 3e-2]``, ``noise ∈ [1e-2, 2]``: the learning rate
+    warms up over a tenth of the run, and a run that still diverges is reported (``diverged``
+    true, with a message) instead of raised.
+
+    Parameters
+    ----------
+    eta : float or 1-D array
+        Learning rate(s); several are run as one batched ensemble.
+    noise : float
+        Label-noise level; the example task has 0.5.
+    steps, batch_size, seeds : int
+        Run length (≥ 100), batch size (≥ 1), seeds per learning rate (≥ 1).
+
+    Returns
+    -------
+    dict
+        ``eta`` (array), ``steps`` (record steps), ``alignment`` (records × len(eta) × seeds; NaN for
+        a diverged learning rate), ``final`` (per ``eta``: mean over seeds of the alignment of the
+        kernels averaged over the last quarter; NaN if diverged), ``diverged`` (bool per ``eta``),
+        ``message`` (str, empty when nothing diverged).
+    """
+    etas = np.atleast_1d(np.asarray(eta, dtype=float))
+    if etas.ndim != 1 or etas.size == 0:
+        raise ValueError(f"eta must be a number or a 1-D array of numbers, got {eta!r}")
+    for e in etas:
+        check_positive("eta", e)
+        if not 1e-3 - 1e-12 <= e <= 3e-2 + 1e-12:
+            raise ValueError(f"eta must lie in [0.001, 0.03], got {e!r}")
+    noise = check_positive("noise", noise)
+    if not 1e-2 - 1e-12 <= noise <= 2.0 + 1e-12:
+        raise ValueError(f"noise must lie in [0.01, 2], got {noise!r}")
+    steps = check_int("steps", steps, minimum=100)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
+    seeds = check_int("seeds", seeds, minimum=1)
+    task, net_a, _ = example_pair(example_seed)
+    k_star = task.platonic_kernel()
+    t = task.with_noise(task.sigma_eps * (noise / 0.5))      # the example task has noise 0.5
+    w0 = init_weights(net_a, (7, 0), replicas=seeds)
+    grid = record_steps(steps, max(steps // 100, 1))
+
+    def run(lrs):
+        ws = [np.concatenate([a] * lrs.size) for a in w0]
+        res = train_sgd(net_a, t, ws, lr=np.repeat(lrs, seeds), batch_size=batch_size, steps=steps,
+                        seed=(seed, int(1e4 * noise)), lr_warmup=max(steps // 10, 1),
+                        record_every=max(steps // 100, 1))
+        al = kernel_alignment(res.kernels, k_star, metric=task.sigma_x).mean(-1)
+        fin = kernel_alignment(res.window_kernels(0.25), k_star, metric=task.sigma_x).mean(-1)
+        return al.reshape(al.shape[0], lrs.size, seeds), fin.reshape(lrs.size, seeds).mean(1)
+
+    try:
+        al, fin = run(etas)
+        diverged = np.zeros(etas.size, dtype=bool)
+        messages = []
+    except DivergenceError:                   # isolate the learning rates that diverge
+        al = np.full((grid.size, etas.size, seeds), np.nan)
+        fin = np.full(etas.size, np.nan)
+        diverged = np.zeros(etas.size, dtype=bool)
+        messages = []
+        for j, e in enumerate(etas):
+            try:
+                a_j, f_j = run(etas[j:j + 1])
+                al[:, j], fin[j] = a_j[:, 0], f_j[0]
+            except DivergenceError as err:
+                diverged[j] = True
+                messages.append(f"SGD diverged at η = {e:g}, noise = {noise:g}: {err}")
+    return dict(eta=etas, steps=grid, alignment=al, final=fin, diverged=diverged, message="\n".join(messages))
 
 
 # ----------------------------------------------------------------------------------------------
