@@ -193,4 +193,18 @@ def test_train_mlp_pair_learns_and_validates():
         nl.train_mlp_pair(X, X, Y, [6, 8, 3], [6, 7, 3], eta=0.1, batch_size=8, steps=1, label_noise=-0.1)
     with pytest.raises(ValueError, match="probe"):
         nl.train_mlp_pair(X, X, Y, [6, 8, 3], [6, 7, 3], eta=0.1, batch_size=8, steps=1, label_noise=0.1,
-                          probe=np.array([500]))
+                          probe=(X[:5], X[:4]))
+
+
+def test_tanh_mlp_pair_and_activation_validation():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((60, 4))
+    Y = np.eye(2)[(X[:, 0] > 0).astype(int)]
+    run = nl.train_mlp_pair(X, X, Y, [4, 6, 2], [4, 5, 2], eta=0.05, batch_size=8, steps=20, label_noise=0.1,
+                            record_every=10, activation="tanh", seed=2)
+    assert np.all(np.abs(run.hidden_a) <= 1.0)
+    with pytest.raises(ValueError, match="activation"):
+        nl.train_mlp_pair(X, X, Y, [4, 6, 2], [4, 5, 2], eta=0.05, batch_size=8, steps=2, label_noise=0.1,
+                          activation="gelu")
+    with pytest.raises(ValueError, match="activation"):
+        nl.mlp_hidden(nl.init_mlp([4, 3, 2], 1), X, "gelu")

@@ -480,18 +480,20 @@ def init_mlp(sizes, replicas: int, *, seed=None) -> list:
     return [rng.standard_normal((replicas, o, i)) * np.sqrt(2.0 / i) for i, o in zip(sizes[:-1], sizes[1:])]
 
 
-def mlp_hidden(weights, X) -> np.ndarray:
+def mlp_hidden(weights, X, activation: str = "relu") -> np.ndarray:
     """Last hidden layer's representation ``h_{D-1}`` of every replica on the rows of ``X`` (R, n, width).
 
-    ``X`` is (n, input) or (R, n, input).
+    ``X`` is (n, input) or (R, n, input); ``activation`` is ``"relu"`` or ``"tanh"``.
     """
+    check_choice("activation", activation, ("relu", "tanh"))
+    phi = (lambda z: np.maximum(z, 0.0)) if activation == "relu" else np.tanh
     ws = [check_array(f"weights[{i}]", w, ndim=3) for i, w in enumerate(weights)]
     X = check_array("X", X)
     h = np.broadcast_to(X, (ws[0].shape[0],) + X.shape[-2:]) if X.ndim == 2 else X
     if h.shape[-1] != ws[0].shape[-1]:
         raise ValueError(f"X has {h.shape[-1]} features, the first layer expects {ws[0].shape[-1]}")
     for w in ws[:-1]:
-        h = np.maximum(h @ np.swapaxes(w, 1, 2), 0.0)
+        h = phi(h @ np.swapaxes(w, 1, 2))
     return h
 
 
@@ -512,7 +514,7 @@ class PairRun:
 
 def train_mlp_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta: float, batch_size: int | None, steps: int,
                    label_noise: float, weight_decay: float = 0.0, replicas: int = 1, probe=None,
-                   record_every: int = 100, seed=None) -> PairRun:
+                   record_every: int = 100, activation: str = "relu", seed=None) -> PairRun:
     """Train network A on view ``Xa`` and network B on view ``Xb`` of the same samples, square loss.
 
     Each step draws one minibatch of sample indices per replica, shared by both networks (the two
@@ -542,6 +544,8 @@ def train_mlp_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta: float, batch_size: int |
         ``(Pa, Pb)``: the two views of held-out samples on which the hidden representations are
         recorded (default: the training samples).
     record_every : int
+    activation : {"relu", "tanh"}
+        Hidden-layer nonlinearity of both networks.
     seed : int, optional
 
     Raises
@@ -549,13 +553,14 @@ def train_mlp_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta: float, batch_size: int |
     symbreak.engine.DivergenceError
         If a network's weights blow up.
     """
+    check_choice("activation", activation, ("relu", "tanh"))
     return _train_pair(Xa, Xb, Y, sizes_a, sizes_b, eta=eta, batch_size=batch_size, steps=steps,
                        label_noise=label_noise, weight_decay=weight_decay, replicas=replicas, probe=probe,
-                       record_every=record_every, seed=seed)
+                       record_every=record_every, activation=activation, seed=seed)
 
 
 def _train_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta, batch_size, steps, label_noise, weight_decay, replicas,
-                probe, record_every, seed):
+                probe, record_every, activation, seed):
     torch = _torch()
     Xa = check_array("Xa", Xa, ndim=2)
     Xb = check_array("Xb", Xb, ndim=2)
@@ -591,10 +596,12 @@ def _train_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta, batch_size, steps, label_no
     gen = torch_generator(int(seeds[2]))
     ta, tb, ty = _tensor(Xa), _tensor(Xb), _tensor(Y)
 
+    phi = torch.relu if activation == "relu" else torch.tanh
+
     def forward(ws, x):
         h = x
         for w in ws[:-1]:
-            h = torch.relu(h @ w.transpose(1, 2))
+            h = phi(h @ w.transpose(1, 2))
         return h @ ws[-1].transpose(1, 2)
 
     rec_a, rec_b, la, lb = [], [], [], []
@@ -605,8 +612,8 @@ def _train_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta, batch_size, steps, label_no
                 fa, fb = forward(wa, ta.expand(replicas, *ta.shape)), forward(wb, tb.expand(replicas, *tb.shape))
                 la.append((0.5 * ((fa - ty) ** 2).sum(-1).mean(-1)).numpy())
                 lb.append((0.5 * ((fb - ty) ** 2).sum(-1).mean(-1)).numpy())
-            rec_a.append(mlp_hidden([w.detach().numpy() for w in wa], pa))
-            rec_b.append(mlp_hidden([w.detach().numpy() for w in wb], pb))
+            rec_a.append(mlp_hidden([w.detach().numpy() for w in wa], pa, activation))
+            rec_b.append(mlp_hidden([w.detach().numpy() for w in wb], pb, activation))
             j += 1
             mag = max(float(max(w.detach().abs().max() for w in wa)), float(max(w.detach().abs().max() for w in wb)))
             if not np.isfinite(mag) or mag > DIVERGENCE_LIMIT:
