@@ -694,3 +694,25 @@ def test_explorer_rejects_settings_outside_its_box():
         pl.explore_alignment(0.01, 5.0)
     with pytest.raises(ValueError, match="steps"):
         pl.explore_alignment(0.01, 0.5, steps=10)
+
+
+def test_new_functions_reject_bad_inputs():
+    task, net_a, _ = pl.example_pair()
+    w = pl.init_weights(net_a, 0)
+    x, _, _ = pl.sample_data(task, 0, 10)
+    with pytest.raises(ValueError, match="unstacked"):
+        pl.representations(net_a, [a[None] for a in w], x)
+    with pytest.raises(ValueError, match="x"):
+        pl.representations(net_a, w, x[:, :2])
+    with pytest.raises(ValueError, match="activation"):
+        pl.representations(net_a, w, x, activation="softplus")
+    with pytest.raises(ValueError, match="task"):
+        pl.hessian_trace_at_minimum(net_a, "not a task", w)
+    with pytest.raises(ValueError, match="lr"):
+        pl.train_sgd_samples(net_a, task, w, lr=-0.1, batch_size=4, steps=100)
+    with pytest.raises(ValueError, match="batch_size"):
+        pl.train_sgd_samples(net_a, task, w, lr=0.1, batch_size=0, steps=100)
+    with pytest.raises(ValueError, match="data"):
+        pl.train_sgd_samples(net_a, task, w, lr=0.1, batch_size=20, steps=100, data=(x, x @ task.v_star.T))
+    with pytest.raises(ValueError, match="h1"):
+        pl.linear_cka(x[:1], x[:1])
