@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .engine import Configuration, DivergenceError, WishartBlockSampler, record_steps, run_ensemble
+from .engine import Configuration, DivergenceError, WishartBlockSampler, check_divergence, record_steps, run_ensemble
 from .rng import make_rng
 from .validation import (
     check_array,
