@@ -154,3 +154,25 @@ def test_charge_noise_std_rejects_bad_input(kw, name):
 def test_polar_rotation_rejects_non_square():
     with pytest.raises(ValueError, match="A"):
         ae.polar_rotation(np.ones((3, 4)))
+
+
+def test_variants_simulator_grows_the_charge_and_stays_on_the_manifold():
+    r = ae.simulate_sgd_variants(LAM, K, 0.01, 32, 2000, seeds=2, n_records=4, seed=1)
+    q = np.trace(r.Q, axis1=-2, axis2=-1)
+    assert np.all(np.diff(q, axis=1) > 0)
+    np.testing.assert_allclose(r.loss[:, -1], 0.5 * LAM[K:].sum(), rtol=0.02)
+
+
+def test_variants_weight_decay_pulls_the_charge_back():
+    S0 = ae.simulate_sgd_variants(LAM, K, 0.02, 32, 500, weight_decay=0.05, seeds=1, n_records=2, seed=2)
+    assert np.trace(S0.Q[0, -1]) < 0.8 * np.trace(ae.simulate_sgd_variants(LAM, K, 0.02, 32, 500, seeds=1,
+                                                                             n_records=2, seed=2).Q[0, -1])
+
+
+@pytest.mark.parametrize("kw, name", [(dict(momentum=1.0), "momentum"), (dict(momentum=-0.1), "momentum"),
+                                      (dict(weight_decay=-1.0), "weight_decay"),
+                                      (dict(weight_decay=float("inf")), "weight_decay"), (dict(data="cauchy"), "data"),
+                                      (dict(seeds=0), "seeds"), (dict(n_records=0), "n_records")])
+def test_variants_reject_bad_input(kw, name):
+    with pytest.raises(ValueError, match=name):
+        ae.simulate_sgd_variants(LAM, K, 0.01, 32, 10, **kw)

@@ -10,6 +10,8 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from mutate import page_fails_with_distortion  # noqa: E402
 
+# charge_noise_std is not listed: the page compares it with a standard deviation over 8 seeds in quick
+# mode (16 at full size), whose own sampling error (~25%) cannot resolve a 10% distortion.
 CASES = [
     ("book/autoencoder/index.md", "symbreak.autoencoder.lambert_scale"),
     ("book/autoencoder/index.md", "symbreak.autoencoder.growth_rates"),
@@ -17,7 +19,6 @@ CASES = [
     ("book/autoencoder/lambert.md", "symbreak.autoencoder.growth_rates"),
     ("book/autoencoder/lambert.md", "symbreak.autoencoder.corrected_scale"),
     ("book/autoencoder/lambert.md", "symbreak.autoencoder.gl_flow"),
-    ("book/autoencoder/lambert.md", "symbreak.autoencoder.charge_noise_std"),
     ("book/autoencoder/stability.md", "symbreak.autoencoder.eos_ceiling"),
     ("book/autoencoder/stability.md", "symbreak.autoencoder.hessian_lambda_max"),
     ("book/autoencoder/stability.md", "symbreak.autoencoder.pca_hessian_eigenvalues"),
