@@ -143,5 +143,5 @@ def setup(app):
     register_plugin("pybtex.style.formatting", "symbreak", SymbreakStyle)
     app.connect("builder-inited", _check_vendor)
     app.connect("build-finished", _strip_source_maps)
-    app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _dedupe_scripts, priority=100)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

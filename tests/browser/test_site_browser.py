@@ -94,8 +94,15 @@ def test_no_source_maps_and_a_favicon(site):
 
 
 def test_page_sizes_under_3_mb(site):
-    sizes = {name: (site / (name + ".html")).stat().st_size for name in PAGES}
-    print("page sizes (kB):", {k: v // 1000 for k, v in sizes.items()})
+    """A page with everything it shows (its HTML, its own figures): under 3 MB."""
+    sizes = {}
+    for name in PAGES:
+        page = site / (name + ".html")
+        html = page.read_text(errors="replace")
+        images = {(page.parent / urllib.parse.unquote(src)).resolve()
+                  for src in re.findall(r'<img[^>]+src="([^"]+)"', html) if not src.startswith(("data:", "http"))}
+        sizes[name] = page.stat().st_size + sum(p.stat().st_size for p in images if p.is_file())
+    print("page sizes with their figures (kB):", {k: v // 1000 for k, v in sizes.items()})
     too_big = {k: v for k, v in sizes.items() if v > 3_000_000}
     assert too_big == {}, f"pages over 3 MB: {too_big}"
 
