@@ -12,7 +12,7 @@ import urllib.parse
 
 import pytest
 
-from conftest import EXPLORER_PAGES, SCREENSHOTS, toc_pages, visit
+from conftest import EXPLORER_PAGES, INSPECT_JS, SCREENSHOTS, toc_pages, visit
 
 pytestmark = pytest.mark.browser
 
@@ -43,6 +43,24 @@ def test_math_typesets_with_no_tex_left(report, name):
 @pytest.mark.parametrize("name", PAGES)
 def test_wide_equations_scroll_with_a_cue(report, name):
     assert report[name]["overflow"] == [], f"{name} at 1400 px: {report[name]['overflow']}"
+
+
+def test_the_overflow_check_catches_a_cut_off_equation(browser, base_url):
+    """At phone width the front page's display equations are wider than the column: with the
+    book's CSS they scroll with a cue; with the theme's rules alone the check reports them."""
+    context = browser.new_context(viewport={"width": 400, "height": 900})
+    try:
+        page, _ = visit(context, f"{base_url}/book/intro.html")
+        assert page.evaluate(INSPECT_JS)["overflow"] == []
+        wide = page.evaluate("() => [...document.querySelectorAll('div.math mjx-container')]"
+                             ".filter(m => m.scrollWidth > m.clientWidth + 1).length")
+        assert wide >= 1, "expected a display equation wider than a 400 px column on the front page"
+        page.add_style_tag(content="div.math mjx-container[display='true'] { min-width: auto !important; "
+                                   "overflow: visible !important; background: none !important; }")
+        assert page.evaluate(INSPECT_JS)["overflow"] != []
+        page.close()
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("name", PAGES)
