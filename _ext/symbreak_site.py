@@ -130,7 +130,9 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
         return
     seen, unique = set(), []
     for js in files:
-        key = (getattr(js, "filename", str(js)), tuple(sorted(getattr(js, "attributes", {}).items())))
+        # an inline snippet is registered once with filename None and once with "": the same script
+        name = getattr(js, "filename", str(js)) or ""
+        key = (name, tuple(sorted(getattr(js, "attributes", {}).items())))
         if key in seen:
             continue
         seen.add(key)
