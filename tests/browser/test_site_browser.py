@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import pathlib
 import re
-import time
 import urllib.parse
 
 import pytest
 
-from conftest import EXPLORER_PAGES, INSPECT_JS, SCREENSHOTS, toc_pages, visit
+from browser_site import EXPLORER_PAGES, INSPECT_JS, SCREENSHOTS, toc_pages, visit
 
 pytestmark = pytest.mark.browser
 
@@ -217,7 +216,6 @@ def test_site_reads_with_the_network_blocked(browser, base_url, report):
     problems = []
     try:
         for name in PAGES:
-            t0 = time.perf_counter()
             page, events = visit(context, f"{base_url}/{name}.html")
             n_math = page.evaluate("() => document.querySelectorAll('div.math, span.math').length")
             n_typeset = page.evaluate("() => document.querySelectorAll('mjx-container').length")
@@ -229,7 +227,6 @@ def test_site_reads_with_the_network_blocked(browser, base_url, report):
                     "i => i.complete && i.naturalWidth > 0"):
                 problems.append(f"{name}: explorer image missing offline")
             page.close()
-            assert time.perf_counter() - t0 < 60
     finally:
         context.close()
     assert outside == [], f"the site asked other servers for {sorted(set(outside))[:10]}"
