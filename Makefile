@@ -68,5 +68,17 @@ mutation: $(STAMP)
 BOOK_SITE ?= _build/html
 browser: $(STAMP)
 	$(BIN)/python -m pip install --quiet -r tests/browser/requirements.txt
-	@test -x /usr/bin/chromium || { echo "make browser needs Chromium: apt-get install -y chromium chromium-driver"; exit 1; }
+	@test -x "$${CHROMIUM:-/usr/bin/chromium}" || { echo "make browser needs Chromium: apt-get install -y chromium chromium-driver"; exit 1; }
 	BOOK_SITE=$(BOOK_SITE) $(BIN)/python -m pytest -m browser tests/browser -q -p no:cacheprovider
+
+## make pdf: the whole book as one PDF for handouts, _build/latex/symbreak-book.pdf (figures,
+## theorems, exercises with their solutions). Installs TeX Live from Debian's packages when missing.
+TEX_PACKAGES := latexmk texlive-latex-recommended texlive-latex-extra texlive-fonts-recommended \
+                texlive-xetex texlive-plain-generic fonts-freefont-otf tex-gyre
+pdf: $(STAMP)
+	@if ! command -v latexmk >/dev/null || ! command -v xelatex >/dev/null; then \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $(TEX_PACKAGES); \
+	fi
+	$(BIN)/jupyter-book build . --builder pdflatex
+	@echo "The PDF is built: $(CURDIR)/_build/latex/symbreak-book.pdf"

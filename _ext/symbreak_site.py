@@ -130,7 +130,9 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
         return
     seen, unique = set(), []
     for js in files:
-        key = (getattr(js, "filename", str(js)), tuple(sorted(getattr(js, "attributes", {}).items())))
+        # an inline snippet is registered once with filename None and once with "": the same script
+        name = getattr(js, "filename", str(js)) or ""
+        key = (name, tuple(sorted(getattr(js, "attributes", {}).items())))
         if key in seen:
             continue
         seen.add(key)
@@ -143,5 +145,5 @@ def setup(app):
     register_plugin("pybtex.style.formatting", "symbreak", SymbreakStyle)
     app.connect("builder-inited", _check_vendor)
     app.connect("build-finished", _strip_source_maps)
-    app.connect("html-page-context", _dedupe_scripts, priority=900)
+    app.connect("html-page-context", _dedupe_scripts, priority=100)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -140,3 +140,31 @@ def test_inline_pngs_are_200_dpi_shown_at_100_px_per_inch():
     assert meta["width"] == width_px // 2
     assert abs(meta["width"] - 400) < 40  # about 4 in at 100 px per inch (bbox "tight" trims or pads a little)
     matplotlib.pyplot.close(fig)
+
+
+def test_notebook_figures_use_the_house_png(tmp_path):
+    """In a kernel, after use_style(), a shown figure is a 200 dpi palette PNG at 100 px per inch."""
+    import base64
+    import io
+
+    import nbclient
+    import nbformat
+    from PIL import Image
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import matplotlib.pyplot as plt\n"
+        "from symbreak import plotting\n"
+        "plotting.use_style()\n"
+        "fig, axes = plotting.subplots(1, 4, width=2.9, height=2.6)\n"
+        "axes[0, 0].set_title('tiny', fontsize=6)\n"
+        "plt.show()\n"
+    )]
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    (out,) = [o for o in nb.cells[0].outputs if "image/png" in o.get("data", {})]
+    png = Image.open(io.BytesIO(base64.b64decode(out["data"]["image/png"])))
+    shown = out["metadata"]["image/png"]["width"]
+    assert png.mode == "P" and abs(png.size[0] - 2 * shown) <= 1  # palette PNG, pixel-doubled
+    assert abs(shown - 1160) < 60  # 11.6 in at 100 px per inch
+    assert "image/svg+xml" not in out["data"]

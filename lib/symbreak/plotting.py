@@ -10,8 +10,8 @@ Conventions shared by every chapter:
   have fixed colours in :data:`ROLE_COLORS`, from the Okabe–Ito palette: the pairs that a figure
   sets against each other (:data:`CONTRASTING_ROLES`) stay distinct under the three kinds of
   colour blindness;
-* **legible and crisp on the page**: figures are shown at 100 px per inch, as PNGs at 200 dpi
-  (the notebook's inline backend is switched to ``retina``), and :func:`legible` raises every text
+* **legible and crisp on the page**: figures are shown at 100 px per inch, as palette PNGs at
+  200 dpi (the notebook's inline backend is switched to ``retina``), and :func:`legible` raises every text
   to at least :data:`MIN_FONT_PT` points *after* a figure wider than the page column
   (:data:`PAGE_WIDTH_IN`) is scaled down to it. :func:`use_style` installs this for every figure a
   notebook displays or glues.
@@ -162,10 +162,26 @@ def legible(fig, *, page_width_in: float = PAGE_WIDTH_IN, min_pt: float = MIN_FO
 
 
 def _house_png(fig):
-    """The inline backend's PNG of ``fig``: legible, 200 dpi, shown at 100 px per inch."""
-    from IPython.core.pylabtools import retina_figure
+    """The inline backend's PNG of ``fig``: legible, 200 dpi, shown at 100 px per inch.
 
-    return retina_figure(legible(fig), base64=True)
+    The PNG is reduced to a 256-colour palette (no dithering): about a third of the bytes of the
+    full-colour image, so that pages of 200 dpi figures stay well under 3 MB.
+    """
+    import base64
+    import io
+
+    from IPython.core.pylabtools import retina_figure
+    from PIL import Image
+
+    out = retina_figure(legible(fig), base64=False)
+    if out is None:  # an empty figure
+        return None
+    data, meta = out
+    img = Image.open(io.BytesIO(data)).convert("RGB")
+    buf = io.BytesIO()
+    img.quantize(colors=256, dither=Image.Dither.NONE).save(buf, format="PNG", optimize=True)
+    small = buf.getvalue()
+    return base64.b64encode(small if len(small) < len(data) else data).decode("ascii"), meta
 
 
 def _install_inline_formatter() -> None:
@@ -176,8 +192,18 @@ def _install_inline_formatter() -> None:
     shell = get_ipython()
     if shell is None or not hasattr(shell, "display_formatter"):
         return
+    import importlib
+
+    import matplotlib as mpl
     from matplotlib.figure import Figure
 
+    backend = str(mpl.rcParams["backend"])
+    if "inline" not in backend:
+        return  # a script or another backend: figures are saved, not displayed by IPython
+    if backend.startswith("module://"):
+        # Importing the inline backend configures IPython's figure formatters; do it now, so that
+        # the house formatter below is not replaced when the first figure is created.
+        importlib.import_module(backend[len("module://"):])
     formatters = shell.display_formatter.formatters
     formatters["image/png"].for_type(Figure, _house_png)
     # one picture per figure: no SVG/PDF/JPEG copies next to the PNG

@@ -15,46 +15,8 @@ import pathlib
 import threading
 
 import pytest
-import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-SITE = pathlib.Path(os.environ.get("BOOK_SITE", ROOT / "_build" / "html")).resolve()
-SCREENSHOTS = pathlib.Path(os.environ.get("BOOK_SCREENSHOTS", SITE.parent / "screenshots")).resolve()
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-
-#: The flags that let Chromium run headless in a container with a closed network.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-#: Pages whose explorer must move on the static site.
-EXPLORER_PAGES = {"book/autoencoder/sharpness-relu", "book/dln/equilibrium", "book/platonic/experiments"}
-
-
-def toc_pages() -> list[str]:
-    """Every page of ``_toc.yml``, in reading order (docnames such as ``book/dln/entropy``)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    names = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                names.append(node["file"])
-            for key, value in node.items():
-                if key != "root":
-                    walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk({k: v for k, v in toc.items() if k != "root"})
-    return names
+from browser_site import CHROMIUM, CHROMIUM_ARGS, INSPECT_JS, SITE, toc_pages, visit
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -91,75 +53,6 @@ def browser():
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
-
-
-# The script that inspects a loaded page. It returns plain data; the tests assert on it.
-INSPECT_JS = r"""
-() => {
-  const out = {title: document.title, tex: [], mathErrors: [], overflow: [], images: [], links: [],
-               explorers: document.querySelectorAll('.symbreak-explorer').length,
-               solutions: document.querySelectorAll('.solution').length,
-               displayMath: document.querySelectorAll('div.math').length,
-               typeset: document.querySelectorAll('mjx-container').length,
-               mathScript: !!document.querySelector('script[src*="mathjax"]')};
-  // TeX that MathJax did not typeset: in the title and in every text node outside code and math.
-  const texPattern = /\\[A-Za-z]{2,}|\\[()\[\]{}|]|\$\$|\$[^$\s][^$]*\$|\^\{|_\{/;
-  if (texPattern.test(document.title)) out.tex.push('title: ' + document.title);
-  const skip = 'script,style,pre,code,kbd,samp,textarea,mjx-container,.highlight,.MathJax';
-  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
-    const el = n.parentElement;
-    if (!el || el.closest(skip)) continue;
-    const text = n.textContent;
-    const m = text.match(texPattern);
-    if (m) out.tex.push(text.trim().slice(Math.max(0, m.index - 40), m.index + 60));
-  }
-  document.querySelectorAll('mjx-merror, [data-mjx-error]').forEach(e =>
-    out.mathErrors.push(e.getAttribute('data-mjx-error') || e.textContent));
-  // Display equations: either they fit, or they scroll horizontally with a visible cue.
-  document.querySelectorAll('div.math').forEach((div, i) => {
-    const box = div.getBoundingClientRect();
-    if (box.width === 0) return;  // inside a folded block
-    const mjx = div.querySelector('mjx-container');
-    if (!mjx) { out.overflow.push({i, id: div.id, problem: 'not typeset'}); return; }
-    const m = mjx.getBoundingClientRect();
-    const style = getComputedStyle(mjx);
-    const clippedByDiv = m.right > box.right + 1 || m.left < box.left - 1 ||
-                         (div.scrollWidth > div.clientWidth + 1 && getComputedStyle(div).overflowX === 'hidden');
-    const scrolls = mjx.scrollWidth > mjx.clientWidth + 1;
-    const cue = /gradient/.test(style.backgroundImage) && ['auto', 'scroll'].includes(style.overflowX);
-    if (clippedByDiv) out.overflow.push({i, id: div.id, problem: 'cut off by its container',
-                                         width: Math.round(m.width), container: Math.round(box.width)});
-    else if (scrolls && !cue) out.overflow.push({i, id: div.id, problem: 'overflows without a scroll cue',
-                                                 scrollWidth: mjx.scrollWidth, clientWidth: mjx.clientWidth});
-  });
-  document.querySelectorAll('img').forEach(img => out.images.push({
-    src: img.getAttribute('src').slice(0, 120), ok: img.complete && img.naturalWidth > 0,
-    alt: img.getAttribute('alt'), inExplorer: !!img.closest('.symbreak-explorer'),
-    logo: !!img.closest('.navbar-brand, .sidebar-brand, .logo')}));
-  document.querySelectorAll('a[href]').forEach(a => out.links.push(a.getAttribute('href')));
-  return out;
-}
-"""
-
-MATHJAX_READY_JS = """
-() => !document.querySelector('script[src*="mathjax"]') ||
-      (window.MathJax && MathJax.startup && MathJax.startup.promise
-       && MathJax.startup.promise.then(() => true))
-"""
-
-
-def visit(context, url: str, *, timeout_ms: int = 30_000) -> tuple[object, dict]:
-    """Open ``url`` in a new tab, wait for MathJax, return the page and what went wrong on the way."""
-    page = context.new_page()
-    events = {"console": [], "pageerror": [], "failed": [], "http": []}
-    page.on("console", lambda m: events["console"].append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: events["pageerror"].append(str(e)))
-    page.on("requestfailed", lambda r: events["failed"].append(f"{r.url} ({r.failure})"))
-    page.on("response", lambda r: events["http"].append(f"{r.status} {r.url}") if r.status >= 400 else None)
-    page.goto(url, wait_until="load", timeout=timeout_ms)
-    page.wait_for_function(MATHJAX_READY_JS, timeout=timeout_ms)
-    return page, events
 
 
 @pytest.fixture(scope="session")

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import pathlib
 import re
-import time
 import urllib.parse
 
 import pytest
 
-from conftest import EXPLORER_PAGES, SCREENSHOTS, toc_pages, visit
+from browser_site import EXPLORER_PAGES, INSPECT_JS, SCREENSHOTS, toc_pages, visit
 
 pytestmark = pytest.mark.browser
 
@@ -43,6 +42,24 @@ def test_math_typesets_with_no_tex_left(report, name):
 @pytest.mark.parametrize("name", PAGES)
 def test_wide_equations_scroll_with_a_cue(report, name):
     assert report[name]["overflow"] == [], f"{name} at 1400 px: {report[name]['overflow']}"
+
+
+def test_the_overflow_check_catches_a_cut_off_equation(browser, base_url):
+    """At phone width the front page's display equations are wider than the column: with the
+    book's CSS they scroll with a cue; with the theme's rules alone the check reports them."""
+    context = browser.new_context(viewport={"width": 400, "height": 900})
+    try:
+        page, _ = visit(context, f"{base_url}/book/intro.html")
+        assert page.evaluate(INSPECT_JS)["overflow"] == []
+        wide = page.evaluate("() => [...document.querySelectorAll('div.math mjx-container')]"
+                             ".filter(m => m.scrollWidth > m.clientWidth + 1).length")
+        assert wide >= 1, "expected a display equation wider than a 400 px column on the front page"
+        page.add_style_tag(content="div.math mjx-container[display='true'] { min-width: auto !important; "
+                                   "overflow: visible !important; background: none !important; }")
+        assert page.evaluate(INSPECT_JS)["overflow"] != []
+        page.close()
+    finally:
+        context.close()
 
 
 @pytest.mark.parametrize("name", PAGES)
@@ -94,8 +111,15 @@ def test_no_source_maps_and_a_favicon(site):
 
 
 def test_page_sizes_under_3_mb(site):
-    sizes = {name: (site / (name + ".html")).stat().st_size for name in PAGES}
-    print("page sizes (kB):", {k: v // 1000 for k, v in sizes.items()})
+    """A page with everything it shows (its HTML, its own figures): under 3 MB."""
+    sizes = {}
+    for name in PAGES:
+        page = site / (name + ".html")
+        html = page.read_text(errors="replace")
+        images = {(page.parent / urllib.parse.unquote(src)).resolve()
+                  for src in re.findall(r'<img[^>]+src="([^"]+)"', html) if not src.startswith(("data:", "http"))}
+        sizes[name] = page.stat().st_size + sum(p.stat().st_size for p in images if p.is_file())
+    print("page sizes with their figures (kB):", {k: v // 1000 for k, v in sizes.items()})
     too_big = {k: v for k, v in sizes.items() if v > 3_000_000}
     assert too_big == {}, f"pages over 3 MB: {too_big}"
 
@@ -192,7 +216,6 @@ def test_site_reads_with_the_network_blocked(browser, base_url, report):
     problems = []
     try:
         for name in PAGES:
-            t0 = time.perf_counter()
             page, events = visit(context, f"{base_url}/{name}.html")
             n_math = page.evaluate("() => document.querySelectorAll('div.math, span.math').length")
             n_typeset = page.evaluate("() => document.querySelectorAll('mjx-container').length")
@@ -204,7 +227,6 @@ def test_site_reads_with_the_network_blocked(browser, base_url, report):
                     "i => i.complete && i.naturalWidth > 0"):
                 problems.append(f"{name}: explorer image missing offline")
             page.close()
-            assert time.perf_counter() - t0 < 60
     finally:
         context.close()
     assert outside == [], f"the site asked other servers for {sorted(set(outside))[:10]}"
