@@ -5,8 +5,9 @@ update only through its empirical second-moment matrix ``Σ̂ = X Xᵀ / B``. Si
 Wishart-distributed, ``W_d(B, Σ)``, it can be drawn *exactly* with the Bartlett decomposition:
 ``d(d+1)/2`` random numbers per step instead of ``d·B``, and no ``d×B`` data matrix. Chapters
 run many replicas (seeds, learning rates, batch sizes) as one batched ensemble of stacked
-matrices, split into a fixed number of chunks that a thread pool spreads over the cores (NumPy
-releases the GIL inside its kernels), and check the ensemble for divergence as it goes.
+matrices, split into chunks that a thread pool spreads over the cores (NumPy releases the GIL
+inside its kernels), and check the ensemble for divergence as it goes; :func:`run_ensemble` is
+that loop, shared by every chapter's trainer.
 
 Contents
 --------
@@ -22,8 +23,16 @@ Contents
     Deterministic chunked execution on a thread pool.
 :class:`WishartBlockSampler`
     Blocks of exact minibatch covariances for a whole ensemble of replicas at once (each replica
-    with its own batch size and a multiplier such as its learning rate), into reused buffers,
-    in float64 or float32: the fast path of the batched SGD drivers.
+    with its own batch size and a multiplier such as its learning rate, and its own random
+    stream), into reused buffers, in float64 or float32: the fast path of the batched SGD drivers.
+:func:`replica_streams`
+    One random stream per replica, depending only on ``(seed, replica)``.
+:func:`run_ensemble`, :class:`Configuration`, :class:`EnsembleResult`
+    The one training loop of the book: a chapter's step, run for every replica of several
+    configurations, with chunking over cores, record grids, divergence checks, Ctrl-C
+    (:func:`check_interrupt`) and a progress bar.
+:class:`TorchWishartBlockSampler`
+    The minibatch draws on a torch device (the GPU path).
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ __all__ = [
     "Configuration",
     "EnsembleResult",
     "run_ensemble",
+    "TorchWishartBlockSampler",
 ]
 
 
@@ -485,7 +495,7 @@ class WishartBlockSampler:
         np.matmul(a, a.transpose(0, 1, 3, 2), out=s)  # NumPy calls BLAS syrk for A Aᵀ
         if self.factor.ndim == 2:
             s[...] = self._lf @ s @ self._lf.T
-        for bsz in np.unique(self.batch_sizes[self._small]):
+        for bsz in np.unique(self.batch_sizes[self._small]) if self._small.size else ():
             # B < d: the Wishart law is singular; draw the B points (as sample_covariance does)
             idx = self._small[self.batch_sizes[self._small] == bsz]
             x = np.empty((idx.size, n_steps, d, int(bsz)), dtype=self.dtype)
