@@ -280,3 +280,18 @@ def test_torch_gamma_is_exact():
     for a in (0.5, 1.0, 10.5, 64.0):
         x = _torch_gamma(torch, torch.full((40_000,), a, dtype=torch.float64), gen).numpy()
         assert stats.kstest(x, stats.gamma(a).cdf).pvalue > 1e-3
+
+
+def test_replica_does_not_depend_on_the_block_size():
+    """Blocks of steps shrink as chunks grow (block_draws / replicas): a replica's draws must not."""
+    lam = ae.geometric_spectrum(20)
+    kw = dict(record_every=40, seed=8)
+    one = ae.simulate_sgd(lam, 10, 0.02, 128, 120, seeds=1, **kw)  # blocks of 64 steps
+    many = ae.simulate_sgd(lam, 10, 0.02, 128, 120, seeds=150, **kw)  # blocks of 8 steps
+    assert np.array_equal(one.S[0], many.S[0])
+    task, net, _ = pl.example_pair()
+    w = pl.init_weights(net, 4, replicas=150, scale=0.5)
+    pkw = dict(lr=0.005, batch_size=16, steps=24, seed=9, record_every=8, lr_warmup=24)
+    a = pl.train_sgd(net, task, [x[:1] for x in w], **pkw)
+    b = pl.train_sgd(net, task, w, **pkw)
+    assert np.array_equal(a.kernels[:, 0], b.kernels[:, 0])

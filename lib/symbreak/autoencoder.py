@@ -1031,7 +1031,7 @@ class SGDResult:
 
 
 _BLOCK = 64  # at most this many SGD steps have their minibatches drawn in one go
-_BLOCK_DRAWS = 512  # ... and at most about this many minibatches (steps × replicas) per block
+_BLOCK_DRAWS = 1024  # ... and at most about this many minibatches (steps × replicas) per block
 
 
 class _LinearStepper:

@@ -384,6 +384,8 @@ class WishartBlockSampler:
         self._flat_lower = rows * d + cols
         self._nz = rows.size
         self._bufs = {}
+        if not hasattr(self, "_aux"):
+            self._aux = {}
         # Bartlett: A_ii^2 ~ chi^2(B - i) = 2 Gamma((B - i) / 2)
         self._shape1 = (np.maximum(batch_sizes[:, None] - np.arange(d)[None, :], 1) / 2.0).astype(dt)  # (R, d)
         # Marsaglia–Tsang constants for Gamma(a) (a < 1 boosted to a + 1, then times U^(1/a))
@@ -421,6 +423,18 @@ class WishartBlockSampler:
         if mask.shape != self.batch_sizes.shape or not mask.any():
             raise ValueError("mask must be a boolean array with one entry per replica, not all false")
         self._set(self.batch_sizes[mask], self.scale[mask])
+
+    def _aux_streams(self, stream):
+        """Two further streams of a replica (uniforms, fallback gammas), children of its seed."""
+        key = id(stream)
+        if key not in self._aux:
+            ss = stream.bit_generator.seed_seq
+            self._aux[key] = tuple(
+                np.random.Generator(np.random.SFC64(np.random.SeedSequence(
+                    ss.entropy, spawn_key=tuple(ss.spawn_key) + (c,), pool_size=ss.pool_size)))
+                for c in (1, 2)
+            )
+        return self._aux[key]
 
     def _gamma_mt(self, zn, u, out, streams, reps):
         """Gamma variates of the Bartlett diagonal by Marsaglia & Tsang's exact rejection method,
@@ -476,14 +490,18 @@ class WishartBlockSampler:
             # per replica: one call for the normals (off-diagonal and Marsaglia–Tsang), one for the
             # uniforms; the gamma variates are then computed for the whole ensemble at once
             u = b["u"]
+            # normals, uniforms and the rare fallback gammas come from three streams per replica,
+            # each consumed in step order, so a step's draws never depend on how steps are blocked
+            aux = [self._aux_streams(st) for st in streams]
             for j in self._big:
                 streams[j].standard_normal(out=zfull[j], dtype=self.dtype)
-                streams[j].random(out=u[j])
+                aux[j][0].random(out=u[j])
+            fallback = [a[1] for a in aux]
             if self._big.size == r:
-                self._gamma_mt(zfull[..., self._nz :], u, g, streams, self._big)
+                self._gamma_mt(zfull[..., self._nz :], u, g, fallback, self._big)
             elif self._big.size:
                 gb = np.empty((self._big.size, n_steps, d))
-                self._gamma_mt(zfull[self._big, :, self._nz :], u[self._big], gb, streams, self._big)
+                self._gamma_mt(zfull[self._big, :, self._nz :], u[self._big], gb, fallback, self._big)
                 g[self._big] = gb
         z *= self._mz[:, None, :]
         np.sqrt(g, out=g)
