@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test quick-book figures benchmark mutation clean distclean vendor browser pdf
+.PHONY: book test quick-book figures benchmark mutation lint format clean distclean vendor browser pdf
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,6 +51,14 @@ figures: $(STAMP)
 ## make benchmark: the engine against a naive PyTorch loop, same workload
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/bench_engine.py
+
+## make lint: ruff's linter and the formatter's check (rules in pyproject.toml); make format applies the formatter
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff format .
 
 clean:
 	rm -rf _build figures .pytest_cache

@@ -87,7 +87,7 @@ def naive_autoencoder(steps: int, dtype, threads) -> float:
             W.grad = None
             U.grad = None
 
-        return _timed(step, steps, 200)
+        return _timed(step, steps, min(200, steps))
 
     return _with_threads(threads, run)
 
@@ -125,7 +125,7 @@ def naive_platonic(steps: int, dtype, threads) -> float:
                     w.sub_(lr * w.grad)
                     w.grad = None
 
-        return _timed(step, steps, 200)
+        return _timed(step, steps, min(200, steps))
 
     return _with_threads(threads, run)
 
@@ -144,8 +144,18 @@ def engine_rate(workload: str, steps: int, replicas: int, dtype) -> tuple[float,
         w0 = pl.init_weights(net, 1, replicas=replicas)
 
         def run(n, seed):
-            pl.train_sgd(net, task, w0, lr=PL_ETA, batch_size=PL_B, steps=n, seed=seed, record_every=n,
-                         lr_warmup=PL_WARMUP, n_chunks=n_workers())
+            pl.train_sgd(
+                net,
+                task,
+                w0,
+                lr=PL_ETA,
+                batch_size=PL_B,
+                steps=n,
+                seed=seed,
+                record_every=n,
+                lr_warmup=PL_WARMUP,
+                n_chunks=n_workers(),
+            )
 
     run(200, 1)  # warm-up
     t0, c0 = time.perf_counter(), time.process_time()
@@ -181,8 +191,9 @@ def floors(dtype) -> dict:
 def breakdown(dtype, replicas: int = 64, m: int = 16) -> dict:
     """CPU µs per replica-step of one engine chunk's parts: the minibatch draw and the SGD step."""
     lam = geometric_spectrum(D)
-    sampler = WishartBlockSampler(np.sqrt(lam), np.full(replicas, B), scale=np.full(replicas, ETA), dtype=dtype,
-                                  max_steps=m)
+    sampler = WishartBlockSampler(
+        np.sqrt(lam), np.full(replicas, B), scale=np.full(replicas, ETA), dtype=dtype, max_steps=m
+    )
     streams = replica_streams(0, range(replicas))
     V = np.zeros((replicas, 2 * K, D), dtype=dtype)
     V[:, np.arange(K), np.arange(K)] = 1.0
@@ -194,8 +205,10 @@ def breakdown(dtype, replicas: int = 64, m: int = 16) -> dict:
         for t in range(m):
             stepper.step(sig[t])
 
-    return {"draw": 1e6 / (_timed(lambda: sampler.draw(streams, m), 30, 3) * m * replicas),
-            "step": 1e6 / (_timed(steps, 30, 3) * m * replicas)}
+    return {
+        "draw": 1e6 / (_timed(lambda: sampler.draw(streams, m), 30, 3) * m * replicas),
+        "step": 1e6 / (_timed(steps, 30, 3) * m * replicas),
+    }
 
 
 def naive_table(name, fn, steps):
@@ -208,33 +221,66 @@ def naive_table(name, fn, steps):
         lines.append(f"  naive PyTorch loop, {np.dtype(dtype).name}, 1 thread{'':<14s}: {r1:12,.0f} replica-steps/s")
         best = max(best, r1)
         if default_threads > 1:
-            rd = fn(steps, dtype, None)
+            # a short probe first: thrashing threads can be 50x slower, and a full run would take minutes
+            rd = fn(min(steps, 100), dtype, None)
+            if rd >= r1:
+                rd = fn(steps, dtype, None)
             if rd < r1:
-                lines.append(f"  naive PyTorch loop, {np.dtype(dtype).name}, default ({default_threads} threads): slower "
-                             f"than 1 thread ({rd / r1:.2f}x): PyTorch's intra-op threads thrash on these tiny "
-                             "tensors; not a baseline")
+                name = np.dtype(dtype).name
+                lines.append(
+                    f"  naive PyTorch loop, {name}, default ({default_threads} threads): slower "
+                    f"than 1 thread ({rd / r1:.2f}x): extra intra-op threads only add overhead (or thrash) on "
+                    "these tiny tensors; not a baseline"
+                )
             else:
-                lines.append(f"  naive PyTorch loop, {np.dtype(dtype).name}, default ({default_threads} threads): "
-                             f"{rd:12,.0f} replica-steps/s")
+                lines.append(
+                    f"  naive PyTorch loop, {np.dtype(dtype).name}, default ({default_threads} threads): "
+                    f"{rd:12,.0f} replica-steps/s"
+                )
                 best = max(best, rd)
         else:
-            lines.append(f"  naive PyTorch loop, {np.dtype(dtype).name}, default threads: PyTorch has 1 thread here "
-                         "(same as above)")
+            lines.append(
+                f"  naive PyTorch loop, {np.dtype(dtype).name}, default threads: PyTorch has 1 thread here "
+                "(same as above)"
+            )
     return best, lines
+
+
+def device_rates(device: str, steps: int = 64) -> None:
+    """Replica-steps/s of the autoencoder ensemble on a torch device at R = 10⁴, 10⁵, 10⁶."""
+    lam = geometric_spectrum(D)
+    for replicas in (10**4, 10**5, 10**6):
+        for dtype in (np.float32, np.float64):
+            try:
+                simulate_sgd(lam, K, ETA, B, 8, seeds=replicas, record_every=8, dtype=dtype, seed=1, device=device)
+                t0 = time.perf_counter()
+                simulate_sgd(
+                    lam, K, ETA, B, steps, seeds=replicas, record_every=steps, dtype=dtype, seed=2, device=device
+                )
+                rate = replicas * steps / (time.perf_counter() - t0)
+                print(f"  {device}, {replicas:>9,d} replicas, {np.dtype(dtype).name}: {rate:14,.0f} replica-steps/s")
+            except (RuntimeError, MemoryError) as err:  # out of device memory
+                print(f"  {device}, {replicas:>9,d} replicas, {np.dtype(dtype).name}: failed ({str(err)[:80]})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer steps (a smoke test)")
     parser.add_argument("--repeat", type=int, default=1, help="repeat the engine timings, report the best")
+    parser.add_argument("--device", help="also time the autoencoder ensemble on this torch device (e.g. cuda)")
     args = parser.parse_args()
     naive_steps, eng_steps, replicas, pl_replicas = (300, 400, 64, 64) if args.quick else (3000, 3000, 128, 256)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     cores = n_workers()
-    print(f"machine: {cores} cores for the engine, torch {torch.__version__} with {torch.get_num_threads()} default "
-          f"threads, load average {load:.1f} at the start"
-          + (" (a loaded machine: absolute rates are low and noisy; the ratios are measured within this run)"
-             if load > 0.5 * cores else ""))
+    print(
+        f"machine: {cores} cores for the engine, torch {torch.__version__} with {torch.get_num_threads()} default "
+        f"threads, load average {load:.1f} at the start"
+        + (
+            " (a loaded machine: absolute rates are low and noisy; the ratios are measured within this run)"
+            if load > 0.5 * cores
+            else ""
+        )
+    )
     for workload, fn, reps in (("autoencoder", naive_autoencoder, replicas), ("platonic", naive_platonic, pl_replicas)):
         if workload == "autoencoder":
             print(f"\n[autoencoder] linear autoencoder d={D}, k={K}, B={B}, eta={ETA}")
@@ -253,14 +299,21 @@ def main() -> None:
             if not np.isfinite(best[1]):
                 continue
             rate, cpu = best
-            print(f"  engine, {reps} replicas, {np.dtype(dtype).name}, {cores} threads{'':<10s}: {rate:12,.0f} "
-                  f"replica-steps/s = {rate / base:6.1f}x the best naive loop ({cpu:.2f} µs CPU per replica-step)")
+            print(
+                f"  engine, {reps} replicas, {np.dtype(dtype).name}, {cores} threads{'':<10s}: {rate:12,.0f} "
+                f"replica-steps/s = {rate / base:6.1f}x the best naive loop ({cpu:.2f} µs CPU per replica-step)"
+            )
+    if args.device:
+        print(f"\n[autoencoder] the ensemble on torch device {args.device!r}")
+        device_rates(args.device)
     print("\n[autoencoder] where an engine replica-step's CPU time goes (one thread, 64 replicas, blocks of 16 steps)")
     for dtype in (np.float64, np.float32):
         f, b = floors(dtype), breakdown(dtype)
-        print(f"  {np.dtype(dtype).name}: minibatch draw {b['draw']:.2f} µs + SGD step {b['step']:.2f} µs; floors: "
-              f"RNG {f['rng']:.2f} µs (190 normals + 20 gammas), FLOP {f['flop']:.2f} µs "
-              f"(at {f['gflops']:.0f} GFLOP/s of a large matrix product)")
+        print(
+            f"  {np.dtype(dtype).name}: minibatch draw {b['draw']:.2f} µs + SGD step {b['step']:.2f} µs; floors: "
+            f"RNG {f['rng']:.2f} µs (190 normals + 20 gammas), FLOP {f['flop']:.2f} µs "
+            f"(at {f['gflops']:.0f} GFLOP/s of a large matrix product)"
+        )
 
 
 if __name__ == "__main__":

@@ -4,32 +4,19 @@ from __future__ import annotations
 
 import pathlib
 import subprocess
+import sys
 
 import pytest
-import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 BOOK = ROOT / "book"
+sys.path.insert(0, str(ROOT / "tools"))
+import toc  # noqa: E402  (tools/toc.py, the one walker of _toc.yml)
 
 
 def toc_files() -> list[str]:
-    """Every ``root``/``file`` entry of ``_toc.yml``, in order."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    names = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                names.append(node["file"])
-            for key, value in node.items():
-                if key != "root":
-                    walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk({k: v for k, v in toc.items() if k != "root"})
-    return names
+    """Every ``root``/``file`` entry of ``_toc.yml``, in order (the shared walker in ``tools/toc.py``)."""
+    return toc.toc_files(ROOT)
 
 
 def book_pages() -> list[pathlib.Path]:

@@ -54,8 +54,14 @@ class _Toy:
 
 
 def _toy(confs, blow=None, **kw):
-    return run_ensemble(lambda reps, streams: _Toy(reps, streams, blow), confs, record_names=("x",),
-                        final_names=("x",), divergence_limit=1e300, **kw)
+    return run_ensemble(
+        lambda reps, streams: _Toy(reps, streams, blow),
+        confs,
+        record_names=("x",),
+        final_names=("x",),
+        divergence_limit=1e300,
+        **kw,
+    )
 
 
 def test_runner_records_on_each_grid_and_is_independent_of_chunks_and_replica_count(monkeypatch):
@@ -122,7 +128,7 @@ def edln():
 
 def test_platonic_replica_depends_only_on_seed_and_index(edln):
     task, net, w = edln
-    kw = dict(lr=0.01, batch_size=4, steps=60, seed=9, record_every=20)
+    kw = dict(lr=0.01, batch_size=4, steps=60, seed=9, record_every=20, lr_warmup=60)
     a = pl.train_sgd(net, task, w, **kw)
     b = pl.train_sgd(net, task, [x[:1] for x in w], **kw)
     c = pl.train_sgd(net, task, w, n_chunks=2, **kw)
@@ -201,12 +207,14 @@ _CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("which, threads", [("autoencoder", "2"), ("autoencoder", "1"), ("platonic", "2"),
-                                            ("dln", "1")])
+@pytest.mark.parametrize(
+    "which, threads", [("autoencoder", "2"), ("autoencoder", "1"), ("platonic", "2"), ("dln", "1")]
+)
 def test_ctrl_c_stops_a_simulation_within_a_second_leaving_no_thread(which, threads):
     env = dict(os.environ, SYMBREAK_THREADS=threads, OMP_NUM_THREADS="1", SYMBREAK_PROGRESS="0")
-    proc = subprocess.Popen([sys.executable, "-c", _CHILD, which], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, which], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
         assert proc.stdout.readline().strip() == "running"
         time.sleep(1.5)  # well into the run
@@ -242,3 +250,48 @@ def test_progress_bar_works_when_shown(monkeypatch, capsys):
     with ProgressCounter(10) as bar:
         bar.advance(3)
         assert not bar.shown and bar.count == 3
+
+
+# ------------------------------------------------------------------ the torch-device path (tested on the CPU)
+def test_torch_device_path_matches_the_numpy_engine():
+    pytest.importorskip("torch")
+    lam = ae.geometric_spectrum(20)
+    kw = dict(seeds=24, record_every=1500, seed=3)
+    a = ae.simulate_sgd(lam, 10, 0.02, 128, 3000, device="cpu", **kw)
+    b = ae.simulate_sgd(lam, 10, 0.02, 128, 3000, **kw)
+    assert a.S.shape == b.S.shape and a.S.dtype == np.float64
+    sa, sb = a.scales[:, -1], b.scales[:, -1]
+    se = np.sqrt(sa.var(0, ddof=1) / sa.shape[0] + sb.var(0, ddof=1) / sb.shape[0])
+    assert np.all(np.abs(sa.mean(0) - sb.mean(0)) < 4.5 * se)  # same law, independent draws
+    assert sa.mean(0)[0] > 1.2  # and the scale did grow (the comparison is not vacuous)
+    again = ae.simulate_sgd(lam, 10, 0.02, 128, 3000, device="cpu", **kw)
+    assert np.array_equal(a.S, again.S)
+    with pytest.raises(ValueError, match="device"):
+        ae.simulate_sgd(lam, 10, 0.02, 8, 10, device="cpu")
+
+
+def test_torch_gamma_is_exact():
+    torch = pytest.importorskip("torch")
+    from scipy import stats
+
+    from symbreak.engine import _torch_gamma
+
+    gen = torch.Generator().manual_seed(0)
+    for a in (0.5, 1.0, 10.5, 64.0):
+        x = _torch_gamma(torch, torch.full((40_000,), a, dtype=torch.float64), gen).numpy()
+        assert stats.kstest(x, stats.gamma(a).cdf).pvalue > 1e-3
+
+
+def test_replica_does_not_depend_on_the_block_size():
+    """Blocks of steps shrink as chunks grow (block_draws / replicas): a replica's draws must not."""
+    lam = ae.geometric_spectrum(20)
+    kw = dict(record_every=40, seed=8)
+    one = ae.simulate_sgd(lam, 10, 0.02, 128, 120, seeds=1, **kw)  # blocks of 64 steps
+    many = ae.simulate_sgd(lam, 10, 0.02, 128, 120, seeds=150, **kw)  # blocks of 8 steps
+    assert np.array_equal(one.S[0], many.S[0])
+    task, net, _ = pl.example_pair()
+    w = pl.init_weights(net, 4, replicas=150, scale=0.5)
+    pkw = dict(lr=0.005, batch_size=16, steps=24, seed=9, record_every=8, lr_warmup=24)
+    a = pl.train_sgd(net, task, [x[:1] for x in w], **pkw)
+    b = pl.train_sgd(net, task, w, **pkw)
+    assert np.array_equal(a.kernels[:, 0], b.kernels[:, 0])

@@ -30,7 +30,11 @@ def serial():
 
 def test_grid_points_and_shape():
     points, shape = grid_points(GRID)
-    assert shape == (2, 3) and points[0] == {"eta": 0.02, "batch_size": 8} and points[-1] == {"eta": 0.05, "batch_size": 32}
+    assert (
+        shape == (2, 3)
+        and points[0] == {"eta": 0.02, "batch_size": 8}
+        and points[-1] == {"eta": 0.05, "batch_size": 32}
+    )
     assert grid_points([{"a": 1}, {"a": 2}]) == ([{"a": 1}, {"a": 2}], (2,))
     for bad, err in (({}, ValueError), ({"a": []}, ValueError), ([], ValueError), (3, TypeError)):
         with pytest.raises(err):
@@ -61,8 +65,12 @@ def test_local_processes_give_the_serial_results(serial):
 
 def test_dask_cluster_gives_the_serial_results(serial):
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  silence_logs=50) as cluster, distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None, silence_logs=50
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         res = sweep(final_scale, GRID, seed=7, executor=client.get_executor())
     assert all(np.array_equal(a, b) for a, b in zip(res.results, serial.results))
 

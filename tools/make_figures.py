@@ -16,27 +16,9 @@ import time
 
 import jupytext
 import nbclient
-import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-
-
-def toc_pages() -> list[pathlib.Path]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    names = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            names.extend([node["file"]] if "file" in node else [])
-            for key, value in node.items():
-                if key != "root":
-                    walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk({k: v for k, v in toc.items() if k != "root"})
-    return [ROOT / (n + ".md") for n in names]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from toc import ROOT, toc_pages  # noqa: E402  (the one walker of _toc.yml)
 
 
 def main() -> int:

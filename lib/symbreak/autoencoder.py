@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.special import wrightomega
 
-from .engine import Configuration, WishartBlockSampler, record_steps, run_ensemble
+from .engine import Configuration, TorchWishartBlockSampler, WishartBlockSampler, record_steps, run_ensemble
 from .rng import make_rng
 from .validation import (
     check_array,
@@ -1351,7 +1351,7 @@ class SGDResult:
 
 
 _BLOCK = 64  # at most this many SGD steps have their minibatches drawn in one go
-_BLOCK_DRAWS = 512  # ... and at most about this many minibatches (steps × replicas) per block
+_BLOCK_DRAWS = 1024  # ... and at most about this many minibatches (steps × replicas) per block
 
 
 class _LinearStepper:
@@ -1436,6 +1436,53 @@ class _LinearModel:
         self.sampler.keep(mask)
         self.stepper = _LinearStepper(np.ascontiguousarray(self.stepper.V[mask]), self.k)
         self.streams = [s for s, kp in zip(self.streams, mask) if kp]
+
+
+class _TorchLinearModel:
+    """:class:`_LinearModel` on a torch device (the GPU path): the same step with ``torch.bmm``,
+    the minibatches drawn on the device (:class:`symbreak.engine.TorchWishartBlockSampler`)."""
+
+    def __init__(self, reps, streams, lam, k, etas, bsz, init, dtype, want_weights, device):
+        import torch
+
+        d, n = lam.size, len(reps)
+        V = np.empty((n, 2 * k, d), dtype=dtype)
+        for j in range(n):
+            W0, U0 = init[reps[j]](streams[j])
+            V[j, :k] = U0
+            V[j, k:] = W0.T
+        self.torch, self.k, self.lam, self.want_weights = torch, k, lam, want_weights
+        self.device = torch.device(device)
+        self.V = torch.as_tensor(V, device=self.device)
+        gen = torch.Generator(device=self.device)
+        gen.manual_seed(int(streams[0].integers(2**63)))
+        self.sampler = TorchWishartBlockSampler(np.sqrt(lam), bsz[reps], scale=etas[reps], dtype=dtype,
+                                                device=self.device, generator=gen)
+
+    def draw(self, m):
+        return self.sampler.draw(m)
+
+    def step(self, sig, t, _step):
+        V, k = self.V, self.k
+        U, Wt, s = V[:, :k], V[:, k:], sig[t]
+        P = Wt.transpose(1, 2) @ (U @ s) - s
+        V[:, :k] -= Wt @ P
+        V[:, k:] -= U @ P.transpose(1, 2)
+
+    def magnitude(self):
+        return self.V.abs().amax(dim=(1, 2)).cpu().numpy()
+
+    def record(self, mask):
+        V = self.V[self.torch.as_tensor(mask, device=self.device)].cpu().numpy()
+        S, Q, loss, wu = _record_linear(V, self.k, self.lam, self.want_weights)
+        return (S, Q, loss) + (wu if wu is not None else ())
+
+    def final(self, mask):
+        return ()
+
+    def keep(self, mask):
+        self.V = self.V[self.torch.as_tensor(mask, device=self.device)].contiguous()
+        self.sampler.keep(mask)
 
 
 class _SamplesModel:
@@ -1527,7 +1574,7 @@ def _make_init(init, lam, k, init_std):
 
 
 def _run(lam, k, etas, bsz, rec_steps, *, seeds, init, init_std, activation, sampler, dtype, seed,
-         record_weights):
+         record_weights, device=None):
     """Run every configuration × seed as one ensemble on :func:`symbreak.engine.run_ensemble`."""
     n_conf = len(etas)
     if isinstance(init, list):
@@ -1541,14 +1588,24 @@ def _run(lam, k, etas, bsz, rec_steps, *, seeds, init, init_std, activation, sam
     confs = [Configuration(seeds, np.asarray(rec_steps[c], dtype=np.int64),
                            {"eta": float(etas[c]), "batch_size": int(bsz[c])}) for c in range(n_conf)]
 
+    if device is not None:
+        if sampler != "wishart":
+            raise ValueError("device: the torch path runs the linear model with sampler='wishart' only")
+        if np.any(bsz < lam.size):
+            raise ValueError(f"device: the torch path needs batch_size >= d = {lam.size}")
+
     def factory(reps, streams):
+        if device is not None:
+            return _TorchLinearModel(reps, streams, lam, k, etas_r, bsz_r, init_r, dtype, record_weights, device)
         if sampler == "wishart":
             return _LinearModel(reps, streams, lam, k, etas_r, bsz_r, init_r, dtype, record_weights)
         return _SamplesModel(reps, streams, lam, k, etas_r, bsz_r, init_r, dtype, record_weights, activation)
 
     names = ("S", "Q", "loss") + (("W", "U") if record_weights else ())
-    runs = run_ensemble(factory, confs, seed=seed, record_names=names, block_steps=_BLOCK, block_draws=_BLOCK_DRAWS,
-                        work=1.0 if sampler == "wishart" else 3.0, desc="autoencoder SGD")
+    big = dict(n_chunks=1, block_draws=1 << 22) if device is not None else {}  # one device, large blocks
+    runs = run_ensemble(factory, confs, seed=seed, record_names=names, block_steps=_BLOCK,
+                        block_draws=big.pop("block_draws", _BLOCK_DRAWS), work=1.0 if sampler == "wishart" else 3.0,
+                        desc="autoencoder SGD", **big)
     results = []
     for c, run in enumerate(runs):
         steps = run.steps
@@ -1573,7 +1630,7 @@ def _check_common(lambdas, k, activation, sampler, dtype, seeds):
 def simulate_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, seeds: int = 1,
                  record_every: int = 1000, init="pca", activation: str = "linear", sampler: str = "wishart",
                  dtype=np.float64, seed=None, init_std: float = 0.01, record_weights: bool = False,
-                 record_at=None) -> SGDResult:
+                 record_at=None, device=None) -> SGDResult:
     """Online minibatch SGD on a two-layer autoencoder ``x̂ = W φ(U x)``, ``x ~ N(0, diag λ)`` (App. F).
 
     Every step draws a fresh minibatch of ``B`` points and takes
@@ -1614,6 +1671,10 @@ def simulate_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, se
     record_at : array_like of int, optional
         Explicit record steps (e.g. log-spaced), overriding ``record_every``; ``0`` and ``steps``
         are always included.
+    device : str or torch.device, optional
+        Run the ensemble on this torch device (e.g. ``"cuda"``) instead of NumPy on the CPU
+        (linear model, ``sampler="wishart"``, ``B ≥ d``). Same law and results type; the random
+        stream is one per ensemble there, so a replica's draws also depend on the ensemble.
 
     Returns
     -------
@@ -1642,7 +1703,7 @@ def simulate_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, se
         grid = np.unique(np.concatenate([[0], at, [steps]]).astype(np.int64))
     return _run(lam, k, np.array([eta]), np.array([batch_size]), [grid], seeds=seeds, init=init,
                 init_std=init_std, activation=activation, sampler=sampler, dtype=dt, seed=seed,
-                record_weights=record_weights)[0]
+                record_weights=record_weights, device=device)[0]
 
 
 def simulate_sgd_grid(lambdas, k: int, etas, batch_sizes, tau_max, *, n_records: int = 200, seeds: int = 1,

@@ -5,8 +5,9 @@ update only through its empirical second-moment matrix ``Σ̂ = X Xᵀ / B``. Si
 Wishart-distributed, ``W_d(B, Σ)``, it can be drawn *exactly* with the Bartlett decomposition:
 ``d(d+1)/2`` random numbers per step instead of ``d·B``, and no ``d×B`` data matrix. Chapters
 run many replicas (seeds, learning rates, batch sizes) as one batched ensemble of stacked
-matrices, split into a fixed number of chunks that a thread pool spreads over the cores (NumPy
-releases the GIL inside its kernels), and check the ensemble for divergence as it goes.
+matrices, split into chunks that a thread pool spreads over the cores (NumPy releases the GIL
+inside its kernels), and check the ensemble for divergence as it goes; :func:`run_ensemble` is
+that loop, shared by every chapter's trainer.
 
 Contents
 --------
@@ -22,8 +23,16 @@ Contents
     Deterministic chunked execution on a thread pool.
 :class:`WishartBlockSampler`
     Blocks of exact minibatch covariances for a whole ensemble of replicas at once (each replica
-    with its own batch size and a multiplier such as its learning rate), into reused buffers,
-    in float64 or float32: the fast path of the batched SGD drivers.
+    with its own batch size and a multiplier such as its learning rate, and its own random
+    stream), into reused buffers, in float64 or float32: the fast path of the batched SGD drivers.
+:func:`replica_streams`
+    One random stream per replica, depending only on ``(seed, replica)``.
+:func:`run_ensemble`, :class:`Configuration`, :class:`EnsembleResult`
+    The one training loop of the book: a chapter's step, run for every replica of several
+    configurations, with chunking over cores, record grids, divergence checks, Ctrl-C
+    (:func:`check_interrupt`) and a progress bar.
+:class:`TorchWishartBlockSampler`
+    The minibatch draws on a torch device (the GPU path).
 """
 
 from __future__ import annotations
@@ -54,6 +63,7 @@ __all__ = [
     "Configuration",
     "EnsembleResult",
     "run_ensemble",
+    "TorchWishartBlockSampler",
 ]
 
 
@@ -374,9 +384,18 @@ class WishartBlockSampler:
         self._flat_lower = rows * d + cols
         self._nz = rows.size
         self._bufs = {}
+        if not hasattr(self, "_aux"):
+            self._aux = {}
         # Bartlett: A_ii^2 ~ chi^2(B - i) = 2 Gamma((B - i) / 2)
         self._shape1 = (np.maximum(batch_sizes[:, None] - np.arange(d)[None, :], 1) / 2.0).astype(dt)  # (R, d)
+        # Marsaglia–Tsang constants for Gamma(a) (a < 1 boosted to a + 1, then times U^(1/a))
+        a = self._shape1.astype(np.float64)
+        self._boost = a < 1.0
+        self._mt_d = a + self._boost - 1.0 / 3.0
+        self._mt_c = 1.0 / np.sqrt(9.0 * self._mt_d)
+        self._inv_a = 1.0 / a
         self._small = np.flatnonzero(batch_sizes < d)
+        self._big = np.flatnonzero(batch_sizes >= d)
         root = np.sqrt(scale / batch_sizes)
         if self.factor.ndim == 1:
             # fold sqrt(c_r / B_r) L into A: F = sqrt(c_r/B_r) L A, and c_r Σ̂ = F Fᵀ
@@ -393,7 +412,7 @@ class WishartBlockSampler:
             d, dt, r = self.d, self.dtype, self.n_replicas
             self._bufs[m] = dict(
                 a=np.zeros((r, m, d, d), dt), s=np.empty((r, m, d, d), dt),
-                z=np.empty((r, m, self._nz), dt), g=np.empty((r, m, d), dt),
+                z=np.empty((r, m, self._nz + d), dt), g=np.empty((r, m, d), dt), u=np.empty((r, m, 2 * d)),
                 shape=np.repeat(self._shape1[:, None, :], m, axis=1),
             )
         return self._bufs[m]
@@ -404,6 +423,39 @@ class WishartBlockSampler:
         if mask.shape != self.batch_sizes.shape or not mask.any():
             raise ValueError("mask must be a boolean array with one entry per replica, not all false")
         self._set(self.batch_sizes[mask], self.scale[mask])
+
+    def _aux_streams(self, stream):
+        """Two further streams of a replica (uniforms, fallback gammas), children of its seed."""
+        key = id(stream)
+        if key not in self._aux:
+            ss = stream.bit_generator.seed_seq
+            self._aux[key] = tuple(
+                np.random.Generator(np.random.SFC64(np.random.SeedSequence(
+                    ss.entropy, spawn_key=tuple(ss.spawn_key) + (c,), pool_size=ss.pool_size)))
+                for c in (1, 2)
+            )
+        return self._aux[key]
+
+    def _gamma_mt(self, zn, u, out, streams, reps):
+        """Gamma variates of the Bartlett diagonal by Marsaglia & Tsang's exact rejection method,
+        vectorised over the ensemble: ``zn`` normals and ``u`` uniforms of shape (R, m, d) (and
+        (R, m, 2d)); each rare rejected proposal is replaced by an independent exact draw from the
+        same replica's stream (the mixture is exactly Gamma)."""
+        d_, c_ = self._mt_d[reps, None, :], self._mt_c[reps, None, :]
+        boost, inv_a = self._boost[reps], self._inv_a[reps]
+        zn = zn.astype(np.float64)
+        x = 1.0 + c_ * zn
+        v = x * x * x
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ok = (v > 0) & (np.log(u[..., : self.d]) < 0.5 * zn * zn + d_ - d_ * v + d_ * np.log(v))
+        gam = d_ * v
+        if boost.any():
+            gam = np.where(boost[:, None, :], gam * u[..., self.d :] ** inv_a[:, None, :], gam)
+        if not ok.all():
+            for j, t, i in zip(*np.nonzero(~ok)):
+                rep = reps[j]
+                gam[j, t, i] = streams[rep].standard_gamma(float(self._shape1[rep, i]))
+        out[...] = gam
 
     def draw(self, rng, n_steps: int) -> np.ndarray:
         """Draw ``n_steps`` steps for every replica.
@@ -429,26 +481,39 @@ class WishartBlockSampler:
         if streams is not None and len(streams) != r:
             raise ValueError(f"rng must be one generator or one per replica ({r}), got {len(streams)}")
         b = self._buffers(n_steps)
-        z, g = b["z"], b["g"]
+        zfull, g = b["z"], b["g"]
+        z = zfull[..., : self._nz]
         if streams is None:
-            rng.standard_normal(out=z, dtype=self.dtype)
+            rng.standard_normal(out=zfull, dtype=self.dtype)
             rng.standard_gamma(b["shape"], out=g, dtype=self.dtype)
         else:
-            shape = b["shape"]
-            for j, st in enumerate(streams):
-                st.standard_normal(out=z[j], dtype=self.dtype)
-                st.standard_gamma(shape[j], out=g[j], dtype=self.dtype)
+            # per replica: one call for the normals (off-diagonal and Marsaglia–Tsang), one for the
+            # uniforms; the gamma variates are then computed for the whole ensemble at once
+            u = b["u"]
+            # normals, uniforms and the rare fallback gammas come from three streams per replica,
+            # each consumed in step order, so a step's draws never depend on how steps are blocked
+            aux = [self._aux_streams(st) for st in streams]
+            for j in self._big:
+                streams[j].standard_normal(out=zfull[j], dtype=self.dtype)
+                aux[j][0].random(out=u[j])
+            fallback = [a[1] for a in aux]
+            if self._big.size == r:
+                self._gamma_mt(zfull[..., self._nz :], u, g, fallback, self._big)
+            elif self._big.size:
+                gb = np.empty((self._big.size, n_steps, d))
+                self._gamma_mt(zfull[self._big, :, self._nz :], u[self._big], gb, fallback, self._big)
+                g[self._big] = gb
         z *= self._mz[:, None, :]
         np.sqrt(g, out=g)
         g *= self._mg[:, None, :]
-        a2 = b["a"].reshape(-1, d * d)
-        a2[:, self._flat_lower] = z.reshape(-1, self._nz)
-        a2[:, :: d + 1] = g.reshape(-1, d)
+        a3 = b["a"].reshape(r, n_steps, d * d)
+        a3[:, :, self._flat_lower] = z
+        a3[:, :, :: d + 1] = g
         a, s = b["a"], b["s"]
         np.matmul(a, a.transpose(0, 1, 3, 2), out=s)  # NumPy calls BLAS syrk for A Aᵀ
         if self.factor.ndim == 2:
             s[...] = self._lf @ s @ self._lf.T
-        for bsz in np.unique(self.batch_sizes[self._small]):
+        for bsz in np.unique(self.batch_sizes[self._small]) if self._small.size else ():
             # B < d: the Wishart law is singular; draw the B points (as sample_covariance does)
             idx = self._small[self.batch_sizes[self._small] == bsz]
             x = np.empty((idx.size, n_steps, d, int(bsz)), dtype=self.dtype)
@@ -693,3 +758,92 @@ def run_ensemble(model_factory, configurations, *, seed=None, record_names, fina
         results.append(EnsembleResult(steps=conf.record_at.copy(), records=records, final=final,
                                       params=dict(conf.params)))
     return results
+
+
+# --------------------------------------------------------------------------------------------
+# the same draws on a torch device (GPU path)
+# --------------------------------------------------------------------------------------------
+class TorchWishartBlockSampler:
+    """:class:`WishartBlockSampler` on a torch device: ``c_r Σ̂`` for every replica and step of a
+    block, drawn by the Bartlett decomposition with torch's generator on ``device``.
+
+    The law is the same as on the CPU (exact); the random stream is one per ensemble (a GPU draws
+    all replicas in one call), so on a device replica ``r``'s draws depend on ``(seed, r)`` *and*
+    the ensemble, unlike :func:`replica_streams`. Needs ``B ≥ d`` for every replica.
+
+    Parameters
+    ----------
+    std : array_like, shape (d,)
+        Standard deviations of the data (diagonal ``Σ``).
+    batch_sizes, scale : array_like, shape (R,)
+        As in :class:`WishartBlockSampler`.
+    dtype : numpy.float64 or numpy.float32
+    device : str or torch.device
+    generator : torch.Generator
+        Seeded generator on ``device``.
+    """
+
+    def __init__(self, std, batch_sizes, *, scale, dtype, device, generator):
+        import torch
+
+        self.torch, self.device, self.gen = torch, torch.device(device), generator
+        self.tdt = torch.float64 if np.dtype(dtype) == np.float64 else torch.float32
+        std = check_array("std", std, ndim=1)
+        b = np.asarray(batch_sizes, dtype=np.int64)
+        d = std.size
+        if np.any(b < d):
+            raise ValueError(f"batch_sizes must all be >= d = {d} on a torch device")
+        self.d = d
+        rows, cols = np.tril_indices(d, -1)
+        self.rows, self.cols = torch.as_tensor(rows, device=self.device), torch.as_tensor(cols, device=self.device)
+        self._set(std, b, np.asarray(scale, dtype=float))
+
+    def _set(self, std, b, scale):
+        torch, d = self.torch, self.d
+        self.std, self.batch_sizes, self.scale = std, b, scale
+        root = np.sqrt(scale / b)
+        rows = self.rows.cpu().numpy()
+        self.mz = torch.as_tensor(root[:, None] * std[rows][None, :], dtype=self.tdt, device=self.device)
+        self.mg = torch.as_tensor(root[:, None] * np.sqrt(2.0) * std[None, :], dtype=self.tdt, device=self.device)
+        shape = np.maximum(b[:, None] - np.arange(d)[None, :], 1) / 2.0
+        self.shape = torch.as_tensor(shape, dtype=self.tdt, device=self.device)
+
+    def keep(self, mask) -> None:
+        """Keep only the replicas where ``mask`` is true."""
+        mask = np.asarray(mask, dtype=bool)
+        self._set(self.std, self.batch_sizes[mask], self.scale[mask])
+
+    def draw(self, n_steps: int):
+        """``c_r Σ̂``, a torch tensor of shape (n_steps, R, d, d) on the device."""
+        torch, d = self.torch, self.d
+        r = self.batch_sizes.size
+        z = torch.randn((n_steps, r, self.rows.numel()), generator=self.gen, dtype=self.tdt, device=self.device)
+        shape = self.shape.expand(n_steps, r, d)
+        # Gamma variates from the device generator: Marsaglia–Tsang with a boost for shape < 1
+        g = _torch_gamma(torch, shape, self.gen)
+        a = torch.zeros((n_steps, r, d, d), dtype=self.tdt, device=self.device)
+        a[:, :, self.rows, self.cols] = z * self.mz
+        idx = torch.arange(d, device=self.device)
+        a[:, :, idx, idx] = torch.sqrt(g) * self.mg
+        return a @ a.transpose(-1, -2)
+
+
+def _torch_gamma(torch, shape, gen):
+    """Exact Gamma(shape) variates on shape's device with the generator ``gen`` (Marsaglia & Tsang;
+    rejected proposals are redrawn until every entry is accepted)."""
+    boost = shape < 1
+    a = shape + boost.to(shape.dtype)
+    d = a - 1.0 / 3.0
+    c = 1.0 / torch.sqrt(9.0 * d)
+    out = torch.empty_like(shape)
+    todo = torch.ones_like(shape, dtype=torch.bool)
+    while bool(todo.any()):
+        z = torch.randn(shape.shape, generator=gen, dtype=shape.dtype, device=shape.device)
+        u = torch.rand(shape.shape, generator=gen, dtype=shape.dtype, device=shape.device)
+        v = (1.0 + c * z) ** 3
+        ok = (v > 0) & (torch.log(u) < 0.5 * z * z + d - d * v + d * torch.log(v.clamp_min(1e-300)))
+        take = todo & ok
+        out = torch.where(take, d * v, out)
+        todo = todo & ~ok
+    u = torch.rand(shape.shape, generator=gen, dtype=shape.dtype, device=shape.device)
+    return torch.where(boost, out * u ** (1.0 / shape), out)

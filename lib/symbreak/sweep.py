@@ -134,8 +134,9 @@ def _default_executor(max_workers):
     return concurrent.futures.ProcessPoolExecutor(max_workers=max_workers, mp_context=ctx, initializer=_one_thread)
 
 
-def sweep(fn, grid, *, seed=None, seed_arg: str | None = "seed", executor=None, max_workers: int | None = None,
-          **fixed) -> SweepResult:
+def sweep(
+    fn, grid, *, seed=None, seed_arg: str | None = "seed", executor=None, max_workers: int | None = None, **fixed
+) -> SweepResult:
     """Run ``fn(**point, **fixed)`` at every point of ``grid`` through an executor.
 
     Parameters
@@ -190,8 +191,10 @@ def sweep(fn, grid, *, seed=None, seed_arg: str | None = "seed", executor=None, 
     own = executor is None
     if own:
         workers = None if max_workers is None else check_int("max_workers", max_workers, minimum=1)
-        executor = _default_executor(workers or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                                                    else (os.cpu_count() or 1)))
+        executor = _default_executor(
+            workers
+            or max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+        )
     elif not hasattr(executor, "submit"):
         raise TypeError("executor must be a concurrent.futures.Executor (something with .submit)")
     futures = []

@@ -1,0 +1,64 @@
+"""Sphinx settings for the book's API reference page (``book/api.md``).
+
+Listed in ``_config.yml`` under ``sphinx.extra_extensions`` next to ``sphinx.ext.autodoc``,
+``sphinx.ext.autosummary`` and ``sphinx.ext.napoleon``; it sets their options so that the page
+builds under the strict build (``-W -n``): NumPy-style sections, no type hints in signatures, and
+the informal type names of numpydoc (``array_like``, ``int, optional``, ...) shown as text rather
+than looked up as cross-references.
+"""
+
+from __future__ import annotations
+
+__all__ = ["setup"]
+
+_SETTINGS = {
+    "napoleon_google_docstring": False,
+    "napoleon_numpy_docstring": True,
+    "napoleon_preprocess_types": False,
+    "napoleon_use_param": False,
+    "napoleon_use_rtype": False,
+    "napoleon_use_ivar": True,
+    "autodoc_typehints": "none",
+    "autodoc_member_order": "bysource",
+    "autosummary_generate": False,
+}
+
+# numpydoc's informal types and the NumPy/SciPy objects the docstrings name are plain text here
+_EXTERNAL = r"(numpy|np|scipy|torch|concurrent|dask|distributed|matplotlib|tqdm)\..*"
+_NITPICK_IGNORE = [("py:class", r".*")] + [(role, _EXTERNAL) for role in ("py:obj", "py:func", "py:meth", "py:mod")]
+
+
+def _headings_to_rubrics(app, what, name, obj, options, lines):
+    """Section headings inside module docstrings (``Contents`` / ``--------``) would become
+    duplicate section targets on one page: render them as rubrics."""
+    if what != "module":
+        return
+    i = 0
+    while i + 1 < len(lines):
+        title, under = lines[i].strip(), lines[i + 1].strip()
+        if title and under and set(under) <= set("-=~^") and len(under) >= len(title):
+            lines[i : i + 2] = [f".. rubric:: {title}", ""]
+        i += 1
+    # a definition-list term that wraps onto the next line (ending with a comma) is one term
+    i = 0
+    while i + 1 < len(lines):
+        a, b = lines[i], lines[i + 1]
+        if a.strip().endswith(",") and a[:1].strip() and b[:1].strip():
+            lines[i : i + 2] = [a.rstrip() + " " + b.strip()]
+            continue
+        i += 1
+
+
+def _configure(app, config):
+    for key, value in _SETTINGS.items():
+        setattr(config, key, value)
+    config.nitpick_ignore_regex = list(getattr(config, "nitpick_ignore_regex", []) or []) + _NITPICK_IGNORE
+
+
+def setup(app):
+    """Register the settings (a Sphinx extension entry point)."""
+    for ext in ("sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx.ext.napoleon"):
+        app.setup_extension(ext)
+    app.connect("config-inited", _configure)
+    app.connect("autodoc-process-docstring", _headings_to_rubrics)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
