@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import math
+
 import numpy as np
 from scipy.special import wrightomega
 
@@ -55,7 +57,10 @@ from .validation import (
     check_positive,
     check_positive_array,
     check_symmetric_positive_definite,
+    check_tolerance,
+    solve_ivp_bounded,
 )
+from .validation import MAX_DRAWS, MAX_STEPS
 
 __all__ = [
     "geometric_spectrum",
@@ -140,6 +145,25 @@ def _check_decoder_encoder(W, U, d: int, *, names=("W", "U")):
     return W, U
 
 
+def _check_pair(W, U, names=("W", "U"), d: int | None = None):
+    """A decoder stack ``W`` (..., d, k) and an encoder stack ``U`` (..., k, d) of matching shapes."""
+    W = check_array(names[0], W)
+    U = check_array(names[1], U)
+    if W.ndim < 2 or U.ndim < 2 or W.shape[-1] != U.shape[-2] or W.shape[-2] != U.shape[-1] or W.size == 0:
+        raise ValueError(f"{names[0]} must have shape (..., d, k) and {names[1]} shape (..., k, d), got "
+                         f"{W.shape} and {U.shape}")
+    if d is not None and W.shape[-2] != d:
+        raise ValueError(f"{names[0]} must have d = {d} rows (one per eigenvalue in lambdas), got shape {W.shape}")
+    return W, U
+
+
+def _check_sigma_hat(sigma_hat, d: int) -> np.ndarray:
+    sh = check_array("sigma_hat", sigma_hat)
+    if sh.ndim < 2 or sh.shape[-2:] != (d, d):
+        raise ValueError(f"sigma_hat must have shape (..., {d}, {d}), got {sh.shape}")
+    return sh
+
+
 def _dtype(dtype) -> np.dtype:
     dt = np.dtype(dtype)
     if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
@@ -189,9 +213,7 @@ def charge_drift_matrix(lambdas, k: int) -> np.ndarray:
 # effective dynamics (App. C)
 # --------------------------------------------------------------------------------------------
 def _broadcast_positive(name, value, *, allow_zero=False):
-    arr = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite numbers")
+    arr = check_array(name, value)
     if allow_zero and np.any(arr < 0):
         raise ValueError(f"{name} must lie in [0, inf), got min {arr.min()!r}")
     if not allow_zero and np.any(arr <= 0):
@@ -226,14 +248,32 @@ def lambert_scale(s0, c, tau):
     s0 = _broadcast_positive("s0", s0)
     c = _broadcast_positive("c", c, allow_zero=True)
     tau = _broadcast_positive("tau", tau, allow_zero=True)
-    z = np.asarray(2.0 * np.log(s0) + s0 * s0 + 2.0 * c * tau, dtype=float)
-    s = np.empty_like(z)
+    s0, c, tau = (np.array(a, dtype=float) for a in np.broadcast_arrays(s0, c, tau))
+    with np.errstate(divide="ignore"):
+        log_s2 = 2.0 * np.log(s0)
+        log_ct = np.log(c) + np.log(tau)  # −inf where cτ = 0
+    # s² ≥ max(s0², 2cτ) − 1500: past 1e16 the log in (C.49) is a relative 1e-13 correction, and
+    # s0² or cτ may overflow; there s² is computed in log space (below)
+    big = (log_s2 > math.log(1e16)) | (log_ct > math.log(1e16))
+    s = np.empty_like(s0)
+    with np.errstate(over="ignore"):
+        z = np.asarray(log_s2 + s0 * s0 + 2.0 * c * tau, dtype=float)[~big]
+    out = np.empty_like(z)
     tiny = z < -500.0  # W(x) = x (1 − x + …) with x = e^z < 1e-217: s = e^{z/2} to full precision
-    s[tiny] = np.exp(0.5 * z[tiny])
+    out[tiny] = np.exp(0.5 * z[tiny])
     zz = z[~tiny]
     w = np.asarray(wrightomega(zz), dtype=float)
     w = w - (w + np.log(w) - zz) * w / (w + 1.0)  # Newton on w + log w = z
-    s[~tiny] = np.sqrt(w)
+    out[~tiny] = np.sqrt(w)
+    s[~big] = out
+    if np.any(big):
+        # s² − s0² + log(s²/s0²) = 2cτ: log s² = log(s0² + 2cτ) + log1p(−log(s²/s0²)/(s0² + 2cτ))
+        la = np.logaddexp(log_s2[big], math.log(2.0) + log_ct[big])
+        corr = la - log_s2[big]  # log(s²/s0²) at the first estimate; at most ~1500
+        half_log = 0.5 * (la + np.log1p(-corr * np.exp(-la)))
+        if np.any(half_log >= math.log(np.finfo(float).max)):
+            raise ValueError("lambert_scale: s(tau) exceeds the float64 range (s0 or c*tau too large)")
+        s[big] = np.exp(half_log)
     return float(s) if s.ndim == 0 else s
 
 
@@ -258,7 +298,11 @@ def lambert_time(s, s0, c):
     s = _broadcast_positive("s", s)
     s0 = _broadcast_positive("s0", s0)
     c = _broadcast_positive("c", c)
-    tau = (s * s - s0 * s0 + 2.0 * np.log(s / s0)) / (2.0 * c)
+    with np.errstate(over="ignore", invalid="ignore"):
+        tau = ((s - s0) * (s + s0) + 2.0 * np.log(s / s0)) / (2.0 * c)
+    if not np.all(np.isfinite(tau)):
+        raise ValueError("lambert_time: tau = (s² − s0² + 2 log(s/s0))/(2c) exceeds the float64 range "
+                         "(s or s0 too large, or c too small)")
     return float(tau) if np.ndim(tau) == 0 else tau
 
 
@@ -285,6 +329,7 @@ def drift_correction(lambdas, k: int, s, eta: float) -> np.ndarray:
     k = _undercomplete_k(k, lam.size)
     s = _scales(s, k)
     eta = check_positive("eta", eta)
+    _check_gap(lam, k)
     H, xi = _perp_lyapunov(lam, k, s, eta)
     hxh = H @ xi @ H
     excess = eta**2 * np.sum(hxh[..., 0, 0] - hxh[..., 1, 1], axis=1)
@@ -300,14 +345,25 @@ def _perp_lyapunov(lam, k, s, eta):
     H[..., 0, 0] = lp / sa
     H[..., 0, 1] = H[..., 1, 0] = -lm
     H[..., 1, 1] = lm * sa
+    mu_max = np.linalg.eigvalsh(H).max()
+    if eta * mu_max >= 2.0:
+        raise ValueError(f"eta = {eta:.4g} is past the stability edge of the out-of-subspace modes: "
+                         f"eta * mu_max = {eta * mu_max:.4g} >= 2 (eta must be < {2.0 / mu_max:.4g})")
     A = np.eye(2) - eta * H
-    if np.max(np.abs(np.linalg.eigvals(A))) >= 1:
-        raise ValueError("eta is past the stability edge of the out-of-subspace modes (eta * mu >= 2)")
     kron = np.einsum("...ij,...kl->...ikjl", A, A).reshape(k, lm.size, 4, 4)
     rhs = np.zeros((k, lm.size, 4))
     rhs[..., 0] = eta**2 * (lp * lm / sa)
     xi = np.linalg.solve(np.eye(4) - kron, rhs[..., None])[..., 0].reshape(k, lm.size, 2, 2)
     return H, xi
+
+
+def _check_gap(lam, k):
+    """The out-of-subspace modes relax only if ``λ_k > λ_{k+1}`` (a gap at ``k``): at a tie the
+    Hessian block ``H_aj`` has a zero eigenvalue and the fluctuations have no stationary state."""
+    if not lam[k - 1] > lam[k] * (1.0 + 1e-12):
+        raise ValueError(f"lambdas must have a gap at k = {k} (lambda_k > lambda_(k+1), got "
+                         f"{lam[k - 1]:.6g} and {lam[k]:.6g}): with tied eigenvalues across the gap the "
+                         "out-of-subspace modes do not relax and the finite-eta correction is undefined")
 
 
 def off_manifold_fluctuations(lambdas, k: int, s, eta: float, batch_size: int):
@@ -321,6 +377,7 @@ def off_manifold_fluctuations(lambdas, k: int, s, eta: float, batch_size: int):
     s = _scales(s, k)
     eta = check_positive("eta", eta)
     b = check_int("batch_size", batch_size, minimum=1)
+    _check_gap(lam, k)
     _, xi = _perp_lyapunov(lam, k, s, eta)
     return float(xi[..., 0, 0].sum() / b), float(xi[..., 1, 1].sum() / b)
 
@@ -336,11 +393,11 @@ def corrected_scale(lambdas, k: int, eta: float, taus, s0=1.0, *, rtol: float = 
     -------
     numpy.ndarray, shape (len(taus), k)
     """
-    from scipy.integrate import solve_ivp
-
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
     eta = check_positive("eta", eta)
+    rtol = check_tolerance("rtol", rtol)
+    _check_gap(lam, k)
     c = growth_rates(lam, k)
     s0 = _scales(s0, k)
     taus = check_array("taus", taus, ndim=1)
@@ -350,16 +407,15 @@ def corrected_scale(lambdas, k: int, eta: float, taus, s0=1.0, *, rtol: float = 
     def rhs(_t, s):
         return c / s * (1.0 + drift_correction(lam, k, s, eta)) / (1.0 + 1.0 / s**2)
 
-    sol = solve_ivp(rhs, (0.0, float(taus[-1])), s0, t_eval=taus, method="DOP853", rtol=rtol, atol=1e-12)
-    if not sol.success:  # pragma: no cover
-        raise RuntimeError(f"corrected_scale: integration failed: {sol.message}")
-    return sol.y.T
+    return solve_ivp_bounded(rhs, float(taus[-1]), s0, taus, method="DOP853", rtol=rtol, atol=1e-12,
+                             what="corrected_scale")
 
 
 def _scale_from_charge(q: np.ndarray) -> np.ndarray:
     """``S`` with ``S − S⁻¹ = Q`` (``S ≻ 0``): eigenvalues ``(q + sqrt(q² + 4))/2``."""
     e, v = np.linalg.eigh(q)
-    s = np.where(e >= 0, 0.5 * (e + np.sqrt(e * e + 4.0)), 2.0 / (np.sqrt(e * e + 4.0) - e))
+    r = np.hypot(e, 2.0)  # sqrt(e² + 4) without overflow at |e| > 1e154
+    s = np.where(e >= 0, 0.5 * (e + r), 2.0 / (r - e))
     return (v * s) @ v.T
 
 
@@ -383,9 +439,9 @@ def scale_flow(S0, C, taus, *, rtol: float = 1e-10, atol: float = 1e-12) -> np.n
     -------
     numpy.ndarray, shape (n, k, k)
     """
-    from scipy.integrate import solve_ivp
-
     S0 = check_symmetric_positive_definite("S0", S0)
+    rtol = check_tolerance("rtol", rtol)
+    atol = check_tolerance("atol", atol)
     k = S0.shape[0]
     C = check_array("C", C, shape=(k, k))
     if np.abs(C - C.T).max() > 1e-10 * max(np.abs(C).max(), 1e-300):
@@ -405,10 +461,9 @@ def scale_flow(S0, C, taus, *, rtol: float = 1e-10, atol: float = 1e-12) -> np.n
         return (isq @ C @ isq).ravel()
 
     q0 = S0 - np.linalg.inv(S0)
-    sol = solve_ivp(rhs, (0.0, float(taus[-1])), q0.ravel(), t_eval=taus, method="DOP853", rtol=rtol, atol=atol)
-    if not sol.success:  # pragma: no cover - the flow is smooth and globally defined
-        raise RuntimeError(f"scale_flow: integration failed: {sol.message}")
-    return np.stack([_scale_from_charge(0.5 * (q.reshape(k, k) + q.reshape(k, k).T)) for q in sol.y.T])
+    ys = solve_ivp_bounded(rhs, float(taus[-1]), q0.ravel(), taus, method="DOP853", rtol=rtol, atol=atol,
+                           what="scale_flow")
+    return np.stack([_scale_from_charge(0.5 * (q.reshape(k, k) + q.reshape(k, k).T)) for q in ys])
 
 
 # --------------------------------------------------------------------------------------------
@@ -599,13 +654,17 @@ def eos_ceiling(eta, lambda1: float, kappa: float = 2.0):
     eta = _broadcast_positive("eta", eta)
     lambda1 = check_positive("lambda1", lambda1)
     kappa = check_positive("kappa", kappa)
-    kt = kappa / (eta * lambda1)
+    log_kt = math.log(kappa) - np.log(eta) - math.log(lambda1)  # no underflow of eta * lambda1
+    if np.any(log_kt >= math.log(np.finfo(float).max)):
+        raise ValueError(f"kappa/(eta*lambda1) exceeds the float64 range (eta = {np.min(eta):.3g}, "
+                         f"lambda1 = {lambda1:.3g}): the ceiling s* ~ kappa/(eta*lambda1) is not representable")
+    kt = np.exp(log_kt)
     if np.any(kt < 2.0):
         raise ValueError(
             f"kappa_tilde = kappa/(eta*lambda1) must be >= 2 for a ceiling to exist, got "
             f"{np.min(kt):.4g} (eta too large: eta must be <= kappa/(2*lambda1) = {kappa / (2 * lambda1):.4g})"
         )
-    s = 0.5 * (kt + np.sqrt(kt * kt - 4.0))
+    s = 0.5 * kt * (1.0 + np.sqrt((1.0 - 2.0 / kt) * (1.0 + 2.0 / kt)))  # kt² would overflow
     return float(s) if np.ndim(s) == 0 else s
 
 
@@ -699,7 +758,8 @@ def batch_sharpness_monte_carlo(lambdas, k: int, S, batch_size: int, n_batches: 
     d = lam.size
     k = _undercomplete_k(k, d)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    n_batches = check_int("n_batches", n_batches, minimum=2)
+    n_batches = check_int("n_batches", n_batches, minimum=2, maximum=MAX_DRAWS)
+    chunk = check_int("chunk", chunk, minimum=1, maximum=10**6)
     W, U = pca_point(S, d)
     if W.shape[1] != k:
         raise ValueError(f"S must describe k = {k} scales")
@@ -736,25 +796,24 @@ def noether_charge(W, U) -> np.ndarray:
     Its diagonal entries are the per-neuron charges ``q_i = ‖w_i‖² − ‖u_i‖²`` (E.13) and its trace
     is the scalar charge ``q = ‖W‖_F² − ‖U‖_F²``.
     """
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
+    W, U = _check_pair(W, U)
     return np.swapaxes(W, -1, -2) @ W - U @ np.swapaxes(U, -1, -2)
 
 
 def minibatch_gradients(W, U, sigma_hat):
     """Minibatch gradients ``∇_W L̂ = (WU − I)Σ̂Uᵀ``, ``∇_U L̂ = Wᵀ(WU − I)Σ̂`` (A.11–A.12)."""
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
+    W, U = _check_pair(W, U)
     M = W @ U - np.eye(W.shape[-2])
-    ms = M @ np.asarray(sigma_hat, dtype=float)
+    ms = M @ _check_sigma_hat(sigma_hat, W.shape[-2])
     return ms @ np.swapaxes(U, -1, -2), np.swapaxes(W, -1, -2) @ ms
 
 
 def sgd_step(W, U, sigma_hat, eta: float):
     """One SGD step on the minibatch loss with covariance ``Σ̂`` (A.13–A.14)."""
     eta = check_positive("eta", eta)
+    W, U = _check_pair(W, U)
     gW, gU = minibatch_gradients(W, U, sigma_hat)
-    return np.asarray(W, dtype=float) - eta * gW, np.asarray(U, dtype=float) - eta * gU
+    return W - eta * gW, U - eta * gU
 
 
 def charge_increment(W, U, sigma_hat, eta: float) -> np.ndarray:
@@ -764,6 +823,7 @@ def charge_increment(W, U, sigma_hat, eta: float) -> np.ndarray:
     ``∇_U L̂ = 0`` and the increment is positive semi-definite (A.26).
     """
     eta = check_positive("eta", eta)
+    W, U = _check_pair(W, U)
     gW, gU = minibatch_gradients(W, U, sigma_hat)
     return eta**2 * (np.swapaxes(gW, -1, -2) @ gW - gU @ np.swapaxes(gU, -1, -2))
 
@@ -783,9 +843,8 @@ def expected_charge_increment(W, U, lambdas, eta: float, batch_size: int) -> np.
     lam = check_positive_array("lambdas", lambdas, ndim=1)
     eta = check_positive("eta", eta)
     b = check_int("batch_size", batch_size, minimum=1)
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
     d = lam.size
+    W, U = _check_pair(W, U, d=d)
     M = W @ U - np.eye(d)
     Mt = np.swapaxes(M, -1, -2)
     mtm = Mt @ M
@@ -819,7 +878,7 @@ def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, st
     k = _undercomplete_k(k, d)
     eta = check_positive("eta", eta)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    steps = check_int("steps", steps, minimum=1)
+    steps = check_int("steps", steps, minimum=1, maximum=MAX_DRAWS // (k * k))  # stores steps k×k increments
     rng = make_rng(seed)
     W, U = _make_init(init, lam, k, 0.01)(rng)
     sig = wishart_covariance(rng, np.sqrt(lam), batch_size, steps)
@@ -832,7 +891,10 @@ def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, st
         form[t] = charge_increment(W, U, sig[t], eta)
         Wm, Um = pca_point(S[-1], d)  # the manifold point with the same scale matrix
         man[t] = np.linalg.eigvalsh(charge_increment(Wm, Um, sig[t], eta)).min()
-        W, U = sgd_step(W, U, sig[t], eta)
+        with np.errstate(over="ignore", invalid="ignore"):
+            W, U = sgd_step(W, U, sig[t], eta)
+        check_divergence(np.array([max(np.abs(W).max(), np.abs(U).max())]), step=t + 1, limit=DIVERGENCE_LIMIT,
+                         params={"eta": eta, "batch_size": batch_size})
         meas[t] = noether_charge(W, U) - q0
         S.append(W.T @ W)
     ev = np.linalg.eigvalsh(meas)
@@ -842,7 +904,12 @@ def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, st
 
 def saturation_scale(result: "SGDResult", tau_from: float, tau_to: float | None = None, mode: int = 0) -> np.ndarray:
     """Time average of ``s_mode = (WᵀW)_mode,mode`` over ``τ ∈ [tau_from, tau_to]``, one value per seed."""
+    if not isinstance(result, SGDResult):
+        raise TypeError(f"result must be an SGDResult (from simulate_sgd), got {type(result).__name__}")
     tau_from = check_positive("tau_from", tau_from)
+    if tau_to is not None:
+        tau_to = check_positive("tau_to", tau_to, allow_inf=True)
+    mode = check_int("mode", mode, minimum=0, maximum=result.k - 1)
     sel = (result.tau >= tau_from) & (result.tau <= (np.inf if tau_to is None else tau_to))
     if sel.sum() < 2:
         raise ValueError("tau_from/tau_to must select at least two records")
@@ -858,11 +925,11 @@ def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 
     U : numpy.ndarray, shape (n, k, d)
         At the requested ``times`` (non-decreasing, ``≥ 0``).
     """
-    from scipy.integrate import solve_ivp
-
     lam = _spectrum(lambdas)
     d = lam.size
     W0, U0 = _check_decoder_encoder(W0, U0, d, names=("W0", "U0"))
+    rtol = check_tolerance("rtol", rtol)
+    atol = check_tolerance("atol", atol)
     k = W0.shape[1]
     times = check_array("times", times, ndim=1)
     if times.size == 0 or np.any(times < 0) or np.any(np.diff(times) < 0):
@@ -875,11 +942,8 @@ def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 
         ms = (w @ u - eye) * lam[None, :]
         return np.concatenate([-(ms @ u.T).ravel(), -(w.T @ ms).ravel()])
 
-    sol = solve_ivp(rhs, (0.0, float(times[-1])), np.concatenate([W0.ravel(), U0.ravel()]), t_eval=times,
-                    method="DOP853", rtol=rtol, atol=atol)
-    if not sol.success:  # pragma: no cover
-        raise RuntimeError(f"gradient_flow: integration failed: {sol.message}")
-    y = sol.y.T
+    y = solve_ivp_bounded(rhs, float(times[-1]), np.concatenate([W0.ravel(), U0.ravel()]), times,
+                          method="DOP853", rtol=rtol, atol=atol, what="gradient_flow")
     return y[:, : d * k].reshape(-1, d, k), y[:, d * k:].reshape(-1, k, d)
 
 
@@ -890,9 +954,10 @@ def sample_gradients(W, U, X, activation: str = "relu"):
     ``X`` has shape (d, B). Batched over leading axes.
     """
     activation = check_choice("activation", activation, ("linear", "relu"))
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
-    X = np.asarray(X, dtype=float)
+    W, U = _check_pair(W, U)
+    X = check_array("X", X)
+    if X.ndim < 2 or X.shape[-2] != W.shape[-2] or X.shape[-1] == 0:
+        raise ValueError(f"X must have shape (..., d, B) with d = {W.shape[-2]} and B >= 1, got {X.shape}")
     b = X.shape[-1]
     H = U @ X
     A = np.maximum(H, 0.0) if activation == "relu" else H
@@ -912,9 +977,13 @@ def neuron_balance_autograd(W, U, x, activation: str = "relu") -> np.ndarray:
     import torch
 
     activation = check_choice("activation", activation, ("linear", "relu"))
-    w = torch.tensor(np.asarray(W, dtype=float), requires_grad=True)
-    u = torch.tensor(np.asarray(U, dtype=float), requires_grad=True)
-    xt = torch.tensor(np.asarray(x, dtype=float))
+    W, U = _check_pair(W, U)
+    if W.ndim != 2:
+        raise ValueError(f"W and U must be single matrices (d, k) and (k, d) here, got {W.shape}")
+    x = check_array("x", x, shape=(W.shape[0],))
+    w = torch.tensor(W, requires_grad=True)
+    u = torch.tensor(U, requires_grad=True)
+    xt = torch.tensor(x)
     h = u @ xt
     out = w @ (torch.relu(h) if activation == "relu" else h)
     loss = 0.5 * torch.sum((out - xt) ** 2)
@@ -934,9 +1003,12 @@ def residual_split(W, U, X, activation: str = "relu"):
     columns of ``X`` (shape (d, n)).
     """
     activation = check_choice("activation", activation, ("linear", "relu"))
-    W = check_array("W", W, ndim=2)
-    U = check_array("U", U, ndim=2)
+    W, U = _check_pair(W, U)
+    if W.ndim != 2:
+        raise ValueError(f"W and U must be single matrices (d, k) and (k, d) here, got {W.shape}")
     X = check_array("X", X, ndim=2)
+    if X.shape[0] != W.shape[0] or X.shape[1] == 0:
+        raise ValueError(f"X must have shape ({W.shape[0]}, n) with n >= 1, got {X.shape}")
     H = U @ X
     R = W @ (np.maximum(H, 0.0) if activation == "relu" else H) - X
     if activation == "linear":
@@ -968,9 +1040,8 @@ def population_loss(W, U, lambdas, activation: str = "linear"):
     """
     lam = check_positive_array("lambdas", lambdas, ndim=1)
     activation = check_choice("activation", activation, ("linear", "relu"))
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
     d = lam.size
+    W, U = _check_pair(W, U, d=d)
     if activation == "linear":
         M = W @ U - np.eye(d)
         return 0.5 * np.sum(M * M * lam, axis=(-2, -1))
@@ -1289,7 +1360,7 @@ def _check_common(lambdas, k, activation, sampler, dtype, seeds):
     if activation == "relu" and sampler == "wishart":
         raise ValueError("sampler='wishart' draws only the minibatch covariance, which suffices for the "
                          "linear model alone; activation='relu' needs sampler='samples'")
-    return lam, k, activation, sampler, _dtype(dtype), check_int("seeds", seeds, minimum=1)
+    return lam, k, activation, sampler, _dtype(dtype), check_int("seeds", seeds, minimum=1, maximum=10**6)
 
 
 def simulate_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, seeds: int = 1,
@@ -1352,7 +1423,7 @@ def simulate_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, se
     lam, k, activation, sampler, dt, seeds = _check_common(lambdas, k, activation, sampler, dtype, seeds)
     eta = check_positive("eta", eta)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    steps = check_int("steps", steps, minimum=1)
+    steps = check_int("steps", steps, minimum=1, maximum=MAX_STEPS)
     if record_at is None:
         grid = record_steps(steps, record_every)
     else:
@@ -1395,10 +1466,14 @@ def simulate_sgd_grid(lambdas, k: int, etas, batch_sizes, tau_max, *, n_records:
         raise ValueError("batch_sizes must have one entry per learning rate")
     bsz = np.array([check_int("batch_sizes", b, minimum=1) for b in bsz], dtype=np.int64)
     tau_max = np.broadcast_to(_broadcast_positive("tau_max", tau_max), etas.shape)
-    n_records = check_int("n_records", n_records, minimum=1)
+    n_records = check_int("n_records", n_records, minimum=1, maximum=10**7)
     rec = []
     for eta, b, tm in zip(etas, bsz, tau_max):
-        total = max(1, int(round(tm * b / eta**2)))
+        steps_f = tm * b / eta**2
+        if not steps_f <= MAX_STEPS:
+            raise ValueError(f"tau_max * B / eta² = {steps_f:.3g} SGD steps (eta = {eta:g}, B = {b}) exceeds "
+                             f"{MAX_STEPS}: shorten tau_max")
+        total = max(1, int(round(steps_f)))
         rec.append(np.unique(np.round(np.linspace(0, total, n_records + 1)).astype(np.int64)))
     return _run(lam, k, etas, bsz, rec, seeds=seeds, init=init, init_std=init_std, activation=activation,
                 sampler=sampler, dtype=dt, seed=seed, record_weights=record_weights)

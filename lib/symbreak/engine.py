@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .rng import spawn_rngs
-from .validation import check_array, check_int
+from .validation import MAX_DRAWS, MAX_STEPS, check_array, check_int, check_positive
 
 __all__ = [
     "covariance_factor",
@@ -112,8 +112,10 @@ def wishart_covariance(rng: np.random.Generator, factor, batch_size: int, size: 
     """
     factor = check_array("factor", factor)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    size = check_int("size", size, minimum=1)
+    size = check_int("size", size, minimum=1, maximum=MAX_DRAWS)
     d = factor.shape[0]
+    if size * d * d > 10 * MAX_DRAWS:
+        raise ValueError(f"size * d² = {size * d * d} matrix entries exceeds {10 * MAX_DRAWS}: draw in chunks")
     if batch_size < d:
         return sample_covariance(rng, factor, batch_size, size, dtype=dtype)
     a = np.zeros((size, d, d), dtype=dtype)
@@ -135,8 +137,11 @@ def sample_covariance(rng: np.random.Generator, factor, batch_size: int, size: i
     """
     factor = check_array("factor", factor)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    size = check_int("size", size, minimum=1)
+    size = check_int("size", size, minimum=1, maximum=MAX_DRAWS)
     d = factor.shape[0]
+    if size * d * batch_size > 10 * MAX_DRAWS:
+        raise ValueError(f"size * d * batch_size = {size * d * batch_size} data entries exceeds {10 * MAX_DRAWS}: "
+                         "draw in chunks")
     z = rng.standard_normal((size, d, batch_size), dtype=dtype)
     x = factor[:, None] * z if factor.ndim == 1 else np.einsum("ij,njb->nib", factor.astype(dtype), z)
     cov = x @ x.transpose(0, 2, 1) / batch_size
@@ -145,8 +150,10 @@ def sample_covariance(rng: np.random.Generator, factor, batch_size: int, size: i
 
 def record_steps(steps: int, record_every: int) -> np.ndarray:
     """Steps at which an ensemble is recorded: ``0, r, 2r, ...`` and always the last step."""
-    steps = check_int("steps", steps, minimum=0)
+    steps = check_int("steps", steps, minimum=0, maximum=MAX_STEPS)
     record_every = check_int("record_every", record_every, minimum=1)
+    if steps // record_every > MAX_DRAWS:
+        raise ValueError(f"steps / record_every = {steps // record_every} records exceeds {MAX_DRAWS}")
     grid = np.arange(0, steps + 1, record_every)
     if grid[-1] != steps:
         grid = np.append(grid, steps)
@@ -193,7 +200,9 @@ def check_divergence(magnitude, *, step: int, limit: float, params=None, method:
     method : str
         Name of the algorithm in the report (``"SGD"``, ``"gradient descent"``, ...).
     """
-    mag = np.asarray(magnitude, dtype=float).reshape(-1)
+    limit = check_positive("limit", limit, allow_inf=True)
+    step = check_int("step", step)
+    mag = check_array("magnitude", magnitude, finite=False).reshape(-1)
     bad = ~np.isfinite(mag) | (mag > limit)
     if np.any(bad):
         r = int(np.flatnonzero(bad)[0])
@@ -218,7 +227,9 @@ def run_chunks(fn, n_items: int, *, n_chunks: int = 2, seed=None):
     chunk order.
     """
     n_items = check_int("n_items", n_items, minimum=1)
-    n_chunks = min(check_int("n_chunks", n_chunks, minimum=1), n_items)
+    n_chunks = min(check_int("n_chunks", n_chunks, minimum=1, maximum=10_000), n_items)
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
     bounds = np.linspace(0, n_items, n_chunks + 1).round().astype(int)
     slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
     rngs = spawn_rngs(seed, n_chunks)
@@ -266,10 +277,13 @@ class WishartBlockSampler:
         self.dtype = np.dtype(dtype)
         if self.dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
             raise ValueError(f"dtype must be float64 or float32, got {self.dtype}")
-        self.max_steps = check_int("max_steps", max_steps, minimum=1)
+        self.max_steps = check_int("max_steps", max_steps, minimum=1, maximum=MAX_DRAWS)
         b = np.asarray(batch_sizes)
         if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer) or np.any(b < 1):
             raise ValueError(f"batch_sizes must be a non-empty 1-D array of integers >= 1, got {batch_sizes!r}")
+        if self.max_steps * b.size * self.d * self.d > 10 * MAX_DRAWS:
+            raise ValueError(f"max_steps * replicas * d² = {self.max_steps * b.size * self.d ** 2} buffer entries "
+                             f"exceeds {10 * MAX_DRAWS}")
         c = np.ones(b.size) if scale is None else check_array("scale", scale, ndim=1)
         if c.shape != b.shape or np.any(c <= 0):
             raise ValueError("scale must have one entry > 0 per replica")

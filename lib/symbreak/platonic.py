@@ -67,6 +67,7 @@ from .validation import (
     check_square,
     check_symmetric_positive_definite,
 )
+from .validation import MAX_DRAWS, MAX_STEPS
 
 __all__ = [
     "platonic_kernel",
@@ -134,18 +135,41 @@ def sqrtm_psd(a) -> np.ndarray:
 
     Eigenvalues within round-off of zero (below ``10 n ε_mach`` times the largest) are set to
     zero, so that the root of a rank-deficient matrix keeps its rank (the square root would
-    otherwise turn round-off of size 1e-17 into spurious eigenvalues of size 1e-9).
+    otherwise turn round-off of size 1e-17 into spurious eigenvalues of size 1e-9). Accepts a
+    stack of matrices (shape ``(..., n, n)``).
+
+    Raises
+    ------
+    ValueError
+        If ``a`` is not a finite real square (stack of) matrix, is not symmetric, or has an
+        eigenvalue below ``−10 n ε_mach`` times the largest (indefinite: no real root exists).
     """
-    a = _sym(np.asarray(a, dtype=float))
-    w, v = np.linalg.eigh(a)
+    a = check_array("a", a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2] or a.shape[-1] == 0:
+        raise ValueError(f"a must be a square matrix (or a stack of them), got shape {a.shape}")
+    scale = np.abs(a).max(axis=(-2, -1), keepdims=True)
+    scale = np.where(scale > 0, scale, 1.0)
+    unit = a / scale  # eigenvalues of a matrix with entries in [-1, 1]: no overflow or underflow
+    if np.abs(unit - _t(unit)).max() > 1e-10:
+        raise ValueError("a must be symmetric")
+    w, v = np.linalg.eigh(_sym(unit))
     floor = 10 * a.shape[-1] * np.finfo(float).eps * np.abs(w).max(axis=-1, keepdims=True)
+    if np.any(w < -floor):
+        raise ValueError(f"a must be positive semi-definite (it has an eigenvalue {w.min():.3g} times its "
+                         "largest entry, below round-off): an indefinite matrix has no real square root")
     w = np.where(w > floor, w, 0.0)
-    return _sym((v * np.sqrt(w)[..., None, :]) @ _t(v))
+    return _sym((v * np.sqrt(w)[..., None, :]) @ _t(v)) * np.sqrt(scale)
+
+
+def _check_generator(rng) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (symbreak.rng.make_rng), got {type(rng).__name__}")
 
 
 def random_orthogonal(rng: np.random.Generator, n: int) -> np.ndarray:
     """A Haar-distributed orthogonal ``n×n`` matrix (QR of a Gaussian matrix, signs fixed)."""
-    n = check_int("n", n, minimum=1)
+    _check_generator(rng)
+    n = check_int("n", n, minimum=1, maximum=10_000)
     q, r = np.linalg.qr(rng.standard_normal((n, n)))
     return q * np.sign(np.diag(r))[None, :]
 
@@ -267,16 +291,21 @@ def kernel_alignment(K1, K2, *, metric=None):
             raise ValueError(f"{name} must be a square matrix (or a stack of them), got shape {k.shape}")
     if K1.shape[-1] != K2.shape[-1]:
         raise ValueError(f"K1 and K2 must have the same size, got {K1.shape[-1]} and {K2.shape[-1]}")
+    # the alignment is scale-invariant: scale each kernel to unit largest entry first, so that
+    # ‖K‖_F neither overflows (K = 1e160 I) nor underflows (K = 1e-170 I)
+    m1 = np.abs(K1).max(axis=(-2, -1), keepdims=True)
+    m2 = np.abs(K2).max(axis=(-2, -1), keepdims=True)
+    if np.any(m1 == 0):
+        raise ValueError("K1 must not be zero")
+    if np.any(m2 == 0):
+        raise ValueError("K2 must not be zero")
+    K1, K2 = K1 / m1, K2 / m2
     if metric is not None:
         s = check_symmetric_positive_definite("metric", metric, size=K1.shape[-1])
-        r = sqrtm_psd(s)
+        r = sqrtm_psd(s / np.abs(s).max())  # the metric's scale cancels too
         K1, K2 = r @ K1 @ r, r @ K2 @ r
     n1 = np.sqrt(np.einsum("...ij,...ij->...", K1, K1))
     n2 = np.sqrt(np.einsum("...ij,...ij->...", K2, K2))
-    if np.any(n1 == 0):
-        raise ValueError("K1 must not be zero")
-    if np.any(n2 == 0):
-        raise ValueError("K2 must not be zero")
     out = np.einsum("...ij,...ij->...", K1, K2) / (n1 * n2)
     return float(out) if np.ndim(out) == 0 else out
 
@@ -284,6 +313,8 @@ def kernel_alignment(K1, K2, *, metric=None):
 def alignment_matrix(kernels, *, metric=None) -> np.ndarray:
     """Pairwise :func:`kernel_alignment` of a list of ``n×n`` kernels: a symmetric matrix with ones
     on the diagonal (the heatmap of Theorem 1)."""
+    if isinstance(kernels, (str, bytes)) or not hasattr(kernels, "__len__") or len(kernels) == 0:
+        raise ValueError("kernels must be a non-empty sequence of n x n matrices")
     ks = [check_array(f"kernels[{i}]", k, ndim=2) for i, k in enumerate(kernels)]
     out = np.ones((len(ks), len(ks)))
     for i in range(len(ks)):
@@ -337,6 +368,16 @@ def _check_psd(name: str, value, size: int) -> np.ndarray:
     if np.linalg.eigvalsh(arr)[0] < -1e-10 * scale:
         raise ValueError(f"{name} must be positive semi-definite (all eigenvalues >= 0)")
     return arr
+
+
+def _check_net(net) -> None:
+    if not isinstance(net, EDLN):
+        raise TypeError(f"net must be an EDLN (see random_edln), got {type(net).__name__}")
+
+
+def _check_task(task) -> None:
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task (see random_task), got {type(task).__name__}")
 
 
 @dataclass(frozen=True)
@@ -592,9 +633,10 @@ def init_weights(net: EDLN, seed=None, *, replicas: int | None = None, scale: fl
 
     Returns a list of ``(d_out, d_in)`` arrays, or of ``(replicas, d_out, d_in)`` stacks.
     """
+    _check_net(net)
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
     scale = check_positive("scale", scale)
-    r = 1 if replicas is None else check_int("replicas", replicas, minimum=1)
+    r = 1 if replicas is None else check_int("replicas", replicas, minimum=1, maximum=10**6)
     ws = [rng.standard_normal((r, o, i)) * scale / np.sqrt(i) for (o, i) in net.shapes]
     return [w[0] for w in ws] if replicas is None else ws
 
@@ -604,6 +646,7 @@ def random_global_minimum(net: EDLN, task: Task, seed=None) -> list:
     ``M^O W_D ⋯ W_1 M^I Z = V*`` (the minimum-norm solution; needs ``d_{D-1} ≥ n``, which makes
     ``W_{D-1} ⋯ W_1`` of full column rank almost surely). Not Platonic in general.
     """
+    _check_net(net)
     net.check_task(task)
     if min(net.widths) < net.n:
         raise ValueError(f"widths must all be >= n = {net.n} for random_global_minimum, got {net.widths}")
@@ -637,6 +680,7 @@ def minimal_entropy(net: EDLN, task: Task) -> float:
     the nuclear norm. At the minimiser all ``D`` layer terms ``E‖∇_{W_i}ℓ‖²`` are equal.
     Needs ``Σε`` positive definite and ``V*`` of full column rank ``n``.
     """
+    _check_net(net)
     net.check_task(task)
     _check_platonic_case(net, task)
     core, _, _ = _nuclear_core(task)
@@ -668,6 +712,7 @@ def platonic_minimum(net: EDLN, task: Task, seed=None) -> list:
     balance, which makes ``S`` equal :func:`minimal_entropy`). Needs ``V*`` of full column rank
     ``n``, every width ``≥ n`` and ``Σε`` positive definite.
     """
+    _check_net(net)
     net.check_task(task)
     _check_platonic_case(net, task)
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
@@ -706,6 +751,7 @@ def min_norm_minimum(net: EDLN, task: Task, seed=None) -> list:
     factorisations of ``X``. Its hidden kernels are ``(M^IZ)ᵀ Q Λ^{2(k-1)/D} Qᵀ (M^IZ)`` for
     ``h^k``: layer-dependent, and dependent on ``M^I``, ``Z`` and ``M^O``.
     """
+    _check_net(net)
     net.check_task(task)
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
     x = np.linalg.solve(net.m_out, task.v_star) @ np.linalg.inv(net.input_map)
@@ -730,7 +776,7 @@ def symmetry_transform(weights, layer: int, T) -> list:
         raise ValueError("weights must be a list of at least 2 matrices")
     k = check_int("layer", layer, minimum=1, maximum=len(weights) - 1)
     T = check_invertible("T", T)
-    w = [np.array(a, dtype=float) for a in weights]
+    w = [check_array(f"weights[{i}]", a).copy() for i, a in enumerate(weights)]
     if T.shape[0] != w[k - 1].shape[-2]:
         raise ValueError(f"T must be {w[k - 1].shape[-2]}x{w[k - 1].shape[-2]} (width of hidden layer {layer}), got {T.shape}")
     w[k] = w[k] @ T
@@ -755,6 +801,7 @@ def minimize_entropy_on_orbit(net: EDLN, task: Task, weights, *, layers=None, gt
     (list, scipy.optimize.OptimizeResult)
         The minimising weights and the optimiser's report of the last run (``nit`` summed).
     """
+    _check_net(net)
     import scipy.optimize
 
     net.check_task(task)
@@ -764,8 +811,8 @@ def minimize_entropy_on_orbit(net: EDLN, task: Task, weights, *, layers=None, gt
     layers = list(range(1, net.depth)) if layers is None else [
         check_int("layers", k, minimum=1, maximum=net.depth - 1) for k in layers]
     gtol = check_positive("gtol", gtol)
-    maxiter = check_int("maxiter", maxiter, minimum=1)
-    restarts = check_int("restarts", restarts, minimum=0)
+    maxiter = check_int("maxiter", maxiter, minimum=1, maximum=10**6)
+    restarts = check_int("restarts", restarts, minimum=0, maximum=100)
     sizes = [net.widths[k - 1] for k in layers]
     offs = np.concatenate([[0], np.cumsum([d * d for d in sizes])])
     x0 = np.concatenate([np.eye(d).ravel() for d in sizes])
@@ -816,6 +863,7 @@ def _forward(net: EDLN, ws):
 
 def end_to_end(net: EDLN, weights) -> np.ndarray:
     """The latent end-to-end map ``U = M^O W_D ⋯ W_1 M^I Z`` (m×n; stacked if the weights are)."""
+    _check_net(net)
     ws, sq = _stack(net, weights)
     p, _ = _forward(net, ws)
     return _unstack(net.m_out @ p[-1], sq)
@@ -827,6 +875,7 @@ def hidden_kernels(net: EDLN, weights, *, normalize: bool = False) -> np.ndarray
     Returns an array of shape ``(D-1, n, n)`` (or ``(R, D-1, n, n)`` for stacked weights); with
     ``normalize=True`` each kernel is scaled to unit Frobenius norm.
     """
+    _check_net(net)
     ws, sq = _stack(net, weights)
     p, _ = _forward(net, ws)
     ks = np.stack([_t(p[k]) @ p[k] for k in range(1, net.depth)], axis=1)
@@ -844,6 +893,7 @@ def _residual_parts(net, task, ws):
 
 def population_loss(net: EDLN, task: Task, weights):
     """``L = E‖f(x) − y‖² = tr(A Σx Aᵀ) + tr Σε`` with ``A = U − V*`` (Eq. 15)."""
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     _, _, a, omega = _residual_parts(net, task, ws)
@@ -883,6 +933,7 @@ def entropy_term(net: EDLN, task: Task, weights, *, per_layer: bool = False):
         ``S`` (per replica for stacked weights); with ``per_layer=True`` the terms ``S_i`` along a
         last axis of length ``D``.
     """
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     p, q, a, omega = _residual_parts(net, task, ws)
@@ -911,6 +962,7 @@ def gradient_moments(net: EDLN, task: Task, weights):
     ``W_k → T^{-1} W_k`` for every invertible ``T`` is the matrix balance
     ``E[∇_{W_k} ∇_{W_k}ᵀ] = E[∇_{W_{k+1}}ᵀ ∇_{W_{k+1}}]`` (reconstructed; its diagonal is Eq. 33).
     """
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     p, q, a, omega = _residual_parts(net, task, ws)
@@ -996,6 +1048,7 @@ def charge_drift(net: EDLN, task: Task, weights, *, lr: float, batch_size: int) 
     point of the symmetry orbit towards gradient balance. Gradient descent on ``L + γ S`` moves
     it at ``4ηγ`` times the same imbalance, hence ``γ = η / (4B)``.
     """
+    _check_net(net)
     lr = check_positive("lr", lr)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     mom = gradient_moments(net, task, weights)
@@ -1022,6 +1075,7 @@ def gradient_balance(net: EDLN, task: Task, weights) -> list:
     list of numpy.ndarray
         One array of shape ``(d_k,)`` (or ``(R, d_k)``) per hidden layer.
     """
+    _check_net(net)
     mom = gradient_moments(net, task, weights)
     out = []
     for k in range(net.depth - 1):
@@ -1038,11 +1092,12 @@ def sharpness(net: EDLN, task: Task, weights, *, iters: int = 200, seed=0) -> fl
     Gauss–Newton part, ``v ↦ (Q_iᵀ 2 dU Σx P_iᵀ)_i`` with ``dU = Σ_i Q_i v_i P_i``. Gradient
     descent is stable there for ``lr < 2 / sharpness``; SGD needs a margin below that.
     """
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     if not sq:
         raise ValueError("weights must be unstacked (one network) for sharpness")
-    iters = check_int("iters", iters, minimum=1)
+    iters = check_int("iters", iters, minimum=1, maximum=1_000_000)
     p, q = _forward(net, ws)
     p = [a[0] for a in p]
     q = [a[0] for a in q]
@@ -1062,6 +1117,7 @@ def sharpness(net: EDLN, task: Task, weights, *, iters: int = 200, seed=0) -> fl
 
 def loss_gradient(net: EDLN, task: Task, weights) -> list:
     """Exact ``∇_{W_i} L = 2 Q_iᵀ A Σx P_iᵀ`` for every layer."""
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     p, q, a, _ = _residual_parts(net, task, ws)
@@ -1137,6 +1193,7 @@ def minibatch_gradient(net: EDLN, task: Task, weights, s_hat) -> list:
     s_hat : array_like, shape (n+m, n+m) or (R, n+m, n+m)
         Minibatch second moments of ``(x, ε)`` (one per replica for stacked weights).
     """
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     d = task.n + task.m
@@ -1157,6 +1214,7 @@ def _minibatch_gradient(net, task, ws, s_hat):
 def entropy_gradient(net: EDLN, task: Task, weights) -> list:
     """Exact ``∇_{W_i} S`` of :func:`entropy_term` for every layer (hand-derived reverse mode,
     checked against automatic differentiation in the tests)."""
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     g_s = _entropy_and_loss_gradients(net, task, ws, 1.0)
@@ -1171,8 +1229,9 @@ def entropy_gradient(net: EDLN, task: Task, weights) -> list:
 def sample_data(task: Task, seed, n_samples: int):
     """Draw ``n_samples`` latent points and label noises: returns ``(x, eps, y)`` with shapes
     ``(N, n)``, ``(N, m)``, ``(N, m)`` and ``y = x V*ᵀ + eps``."""
+    _check_task(task)
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
-    n_samples = check_int("n_samples", n_samples, minimum=1)
+    n_samples = check_int("n_samples", n_samples, minimum=1, maximum=10**7)
     z = rng.standard_normal((n_samples, task.n + task.m)) @ task.data_factor().T
     x, eps = z[:, :task.n], z[:, task.n:]
     return x, eps, x @ task.v_star.T + eps
@@ -1187,6 +1246,7 @@ def per_sample_gradients(net: EDLN, weights, x, y):
     so that ``grads[i] = rep_grads[i] ⊗ reps[i]`` and Eq. 14 reads
     ``‖grads[i]‖² = ‖rep_grads[i]‖² ‖reps[i]‖²`` sample by sample.
     """
+    _check_net(net)
     ws, sq = _stack(net, weights)
     if not sq:
         raise ValueError("weights must be unstacked (one network) for per_sample_gradients")
@@ -1209,6 +1269,7 @@ def autograd_sample_gradients(net: EDLN, weights, x, y):
     """The per-sample quantities of :func:`per_sample_gradients`, computed independently by PyTorch
     autograd (one backward pass per sample, float64): a reference for Eq. 14 and for the
     closed-form gradients. Same return convention ``(grads, reps, rep_grads)``."""
+    _check_net(net)
     import torch
 
     ws, sq = _stack(net, weights)
@@ -1239,9 +1300,11 @@ def entropy_term_mc(net: EDLN, task: Task, weights, seed, n_samples: int, *, chu
 
     Returns ``(estimate, standard_error)``; the exact value is :func:`entropy_term`.
     """
+    _check_net(net)
     net.check_task(task)
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
-    n_samples = check_int("n_samples", n_samples, minimum=2)
+    n_samples = check_int("n_samples", n_samples, minimum=2, maximum=MAX_DRAWS)
+    chunk = check_int("chunk", chunk, minimum=1, maximum=10**6)
     vals = []
     left = n_samples
     while left > 0:
@@ -1354,7 +1417,7 @@ def _record(net, task, ws):
 def _common(net, task, weights, steps, record_every):
     net.check_task(task)
     ws, _ = _stack(net, weights)
-    steps = check_int("steps", steps, minimum=1)
+    steps = check_int("steps", steps, minimum=1, maximum=MAX_STEPS)
     record_every = check_int("record_every", record_every, minimum=1)
     return [w.copy() for w in ws], steps, record_every
 
@@ -1407,6 +1470,7 @@ def train_gd(net: EDLN, task: Task, weights, *, lr, steps: int, gamma=0.0, weigh
     -------
     TrainResult
     """
+    _check_net(net)
     ws, steps, record_every = _common(net, task, weights, steps, record_every)
     r = ws[0].shape[0]
     lr = _per_replica("lr", lr, r)
@@ -1496,6 +1560,7 @@ def train_sgd(net: EDLN, task: Task, weights, *, lr, batch_size: int, steps: int
     -------
     TrainResult
     """
+    _check_net(net)
     ws, steps, record_every = _common(net, task, weights, steps, record_every)
     r = ws[0].shape[0]
     lr = _per_replica("lr", lr, r)
