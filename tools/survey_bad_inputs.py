@@ -58,7 +58,9 @@ def _finite(x, depth=0):
         return True
     if isinstance(x, (bool, str, type(None))):
         return True
-    if isinstance(x, (int, float, complex, np.number)):
+    if isinstance(x, (int, np.integer)):
+        return True
+    if isinstance(x, (float, complex, np.number)):
         return bool(np.isfinite(x))
     if isinstance(x, np.ndarray):
         if x.dtype.kind in "fc":

@@ -60,7 +60,7 @@ from .validation import (
     check_tolerance,
     solve_ivp_bounded,
 )
-from .validation import MAX_DRAWS, MAX_STEPS
+from .validation import MAX_DRAWS, MAX_STEPS, finite_result
 
 __all__ = [
     "geometric_spectrum",
@@ -103,6 +103,9 @@ __all__ = [
     "DIVERGENCE_LIMIT",
 ]
 
+#: Largest dimension or width accepted (matrices of this size already need gigabytes).
+_MAX_DIM = 100_000
+
 #: A replica whose largest weight exceeds this (or is not finite) has diverged.
 DIVERGENCE_LIMIT = 1e6
 
@@ -128,7 +131,7 @@ def _undercomplete_k(k, d: int) -> int:
 
 
 def _scales(s, k: int) -> np.ndarray:
-    s = check_positive_array("s", np.atleast_1d(np.asarray(s, dtype=float)), ndim=1)
+    s = check_positive_array("s", np.atleast_1d(check_array("s", s)), ndim=1)
     if s.size == 1 and k > 1:
         s = np.full(k, s[0])
     if s.size != k:
@@ -185,7 +188,7 @@ def geometric_spectrum(d: int, first: float = 12.0, last: float = 0.18) -> np.nd
     ValueError
         If ``d < 2``, a value is not positive, or ``last > first`` (the spectrum must be sorted).
     """
-    d = check_int("d", d, minimum=2)
+    d = check_int("d", d, minimum=2, maximum=_MAX_DIM)
     first = check_positive("first", first)
     last = check_positive("last", last)
     if last > first:
@@ -201,7 +204,7 @@ def growth_rates(lambdas, k: int) -> np.ndarray:
     """
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
-    return lam[:k] * lam[k:].sum()
+    return finite_result("growth_rates", lam[:k] * lam[k:].sum())
 
 
 def charge_drift_matrix(lambdas, k: int) -> np.ndarray:
@@ -268,12 +271,19 @@ def lambert_scale(s0, c, tau):
     s[~big] = out
     if np.any(big):
         # s² − s0² + log(s²/s0²) = 2cτ: log s² = log(s0² + 2cτ) + log1p(−log(s²/s0²)/(s0² + 2cτ))
-        la = np.logaddexp(log_s2[big], math.log(2.0) + log_ct[big])
-        corr = la - log_s2[big]  # log(s²/s0²) at the first estimate; at most ~1500
-        half_log = 0.5 * (la + np.log1p(-corr * np.exp(-la)))
-        if np.any(half_log >= math.log(np.finfo(float).max)):
+        l0, l1 = log_s2[big], math.log(2.0) + log_ct[big]  # log s0², log 2cτ
+        la = np.logaddexp(l0, l1)
+        corr = la - l0  # log(s²/s0²) at the first estimate; at most ~1500
+        # s = s_ref · exp(½ log(s²/s_ref²)) with s_ref the larger of s0 and sqrt(2cτ): a small exponent,
+        # so no digits are lost to exp of a large logarithm
+        s0_ref = l0 >= l1
+        rel = np.log1p(np.exp(-np.abs(l1 - l0))) + np.log1p(-corr * np.exp(-la))
+        with np.errstate(over="ignore"):
+            ref = np.where(s0_ref, s0[big], math.sqrt(2.0) * np.sqrt(c[big]) * np.sqrt(tau[big]))
+            sb = ref * np.exp(0.5 * rel)
+        if not np.all(np.isfinite(sb)):
             raise ValueError("lambert_scale: s(tau) exceeds the float64 range (s0 or c*tau too large)")
-        s[big] = np.exp(half_log)
+        s[big] = sb
     return float(s) if s.ndim == 0 else s
 
 
@@ -286,8 +296,9 @@ def sqrt_scale(s0, c, tau):
     s0 = _broadcast_positive("s0", s0)
     c = _broadcast_positive("c", c, allow_zero=True)
     tau = _broadcast_positive("tau", tau, allow_zero=True)
-    s = np.sqrt(s0 * s0 + 2.0 * c * tau)
-    return float(s) if s.ndim == 0 else s
+    with np.errstate(over="ignore"):
+        s = np.hypot(s0, math.sqrt(2.0) * np.sqrt(c) * np.sqrt(tau))  # sqrt(s0² + 2cτ), no overflow of s0²
+    return finite_result("sqrt_scale", float(s) if s.ndim == 0 else s)
 
 
 def lambert_time(s, s0, c):
@@ -334,7 +345,7 @@ def drift_correction(lambdas, k: int, s, eta: float) -> np.ndarray:
     hxh = H @ xi @ H
     excess = eta**2 * np.sum(hxh[..., 0, 0] - hxh[..., 1, 1], axis=1)
     lead = eta**2 * growth_rates(lam, k) / s
-    return excess / lead
+    return finite_result("drift_correction", excess / lead)
 
 
 def _perp_lyapunov(lam, k, s, eta):
@@ -379,7 +390,7 @@ def off_manifold_fluctuations(lambdas, k: int, s, eta: float, batch_size: int):
     b = check_int("batch_size", batch_size, minimum=1)
     _check_gap(lam, k)
     _, xi = _perp_lyapunov(lam, k, s, eta)
-    return float(xi[..., 0, 0].sum() / b), float(xi[..., 1, 1].sum() / b)
+    return finite_result("off_manifold_fluctuations", (float(xi[..., 0, 0].sum() / b), float(xi[..., 1, 1].sum() / b)))
 
 
 def corrected_scale(lambdas, k: int, eta: float, taus, s0=1.0, *, rtol: float = 1e-9) -> np.ndarray:
@@ -415,7 +426,10 @@ def _scale_from_charge(q: np.ndarray) -> np.ndarray:
     """``S`` with ``S − S⁻¹ = Q`` (``S ≻ 0``): eigenvalues ``(q + sqrt(q² + 4))/2``."""
     e, v = np.linalg.eigh(q)
     r = np.hypot(e, 2.0)  # sqrt(e² + 4) without overflow at |e| > 1e154
-    s = np.where(e >= 0, 0.5 * (e + r), 2.0 / (r - e))
+    s = np.empty_like(e)
+    pos = e >= 0
+    s[pos] = 0.5 * (e[pos] + r[pos])
+    s[~pos] = 2.0 / (r[~pos] - e[~pos])  # no cancellation for e < 0
     return (v * s) @ v.T
 
 
@@ -486,7 +500,7 @@ def pca_point(S, d: int):
     U : numpy.ndarray, shape (k, d)
         with ``WᵀW = S`` and ``UUᵀ = S⁻¹``.
     """
-    arr = np.asarray(S, dtype=float)
+    arr = check_array("S", S)
     if arr.ndim <= 1:
         s = check_positive_array("S", np.atleast_1d(arr), ndim=1)
         half, ihalf = np.diag(np.sqrt(s)), np.diag(1.0 / np.sqrt(s))
@@ -495,13 +509,13 @@ def pca_point(S, d: int):
         e, v = np.linalg.eigh(mat)
         half, ihalf = (v * np.sqrt(e)) @ v.T, (v / np.sqrt(e)) @ v.T
     k = half.shape[0]
-    d = check_int("d", d, minimum=2)
+    d = check_int("d", d, minimum=2, maximum=_MAX_DIM)
     _undercomplete_k(k, d)
     W = np.zeros((d, k))
     U = np.zeros((k, d))
     W[:k] = half
     U[:, :k] = ihalf
-    return W, U
+    return finite_result("pca_point", (W, U))
 
 
 def pca_hessian_eigenvalues(lambdas, k: int, s) -> np.ndarray:
@@ -536,7 +550,7 @@ def pca_hessian_eigenvalues(lambdas, k: int, s) -> np.ndarray:
     mu_plus = 0.5 * (tr + disc)
     det = lm[None, :] * (lp[:, None] - lm[None, :])
     mu_minus = det / mu_plus  # stable form of ½(t − disc)
-    return np.sort(np.concatenate([np.zeros(k * k), mu_par.ravel(), mu_plus.ravel(), mu_minus.ravel()]))
+    return finite_result("pca_hessian_eigenvalues", np.sort(np.concatenate([np.zeros(k * k), mu_par.ravel(), mu_plus.ravel(), mu_minus.ravel()])))
 
 
 def hessian_lambda_max(lambdas, k: int, s):
@@ -547,10 +561,10 @@ def hessian_lambda_max(lambdas, k: int, s):
     """
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
-    s = np.asarray(s, dtype=float)
+    s = check_array("s", s)
     if s.shape[-1:] != (k,) or not np.all(np.isfinite(s)) or np.any(s <= 0):
         raise ValueError(f"s must have a last axis of length k = {k} with entries in (0, inf)")
-    return np.max(lam[:k] * (s.max(axis=-1, keepdims=True) + 1.0 / s), axis=-1)
+    return finite_result("hessian_lambda_max", np.max(lam[:k] * (s.max(axis=-1, keepdims=True) + 1.0 / s), axis=-1))
 
 
 def hessian_trace(lambdas, k: int, s):
@@ -558,12 +572,12 @@ def hessian_trace(lambdas, k: int, s):
     lam = _spectrum(lambdas)
     d = lam.size
     k = _undercomplete_k(k, d)
-    s = np.asarray(s, dtype=float)
+    s = check_array("s", s)
     if s.ndim == 0:
         s = np.full(k, float(s)) if s > 0 else _scales(s, k)
     if s.shape[-1:] != (k,) or not np.all(np.isfinite(s)) or np.any(s <= 0):
         raise ValueError(f"s must have a last axis of length k = {k} with entries in (0, inf)")
-    return d * np.sum(lam[:k] / s, axis=-1) + lam.sum() * np.sum(s, axis=-1)
+    return finite_result("hessian_trace", d * np.sum(lam[:k] / s, axis=-1) + lam.sum() * np.sum(s, axis=-1))
 
 
 def trace_minimizing_scale(lambdas, k: int) -> float:
@@ -574,17 +588,17 @@ def trace_minimizing_scale(lambdas, k: int) -> float:
     """
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
-    return float(np.sqrt(lam[:k].mean() / lam.mean()))
+    return finite_result("trace_minimizing_scale", float(np.sqrt(lam[:k].mean() / lam.mean())))
 
 
 def overcomplete_point(d: int, k: int, s: float):
     """Overcomplete (``k > d``) exact-reconstruction point ``W = sqrt(s) Pᵀ``, ``U = P/sqrt(s)``, ``P = [I_d; 0]``."""
-    d = check_int("d", d, minimum=1)
-    k = check_int("k", k, minimum=d + 1)
+    d = check_int("d", d, minimum=1, maximum=_MAX_DIM)
+    k = check_int("k", k, minimum=d + 1, maximum=_MAX_DIM)
     s = check_positive("s", s)
     P = np.zeros((k, d))
     P[:d, :d] = np.eye(d)
-    return np.sqrt(s) * P.T, P / np.sqrt(s)
+    return finite_result("overcomplete_point", (np.sqrt(s) * P.T, P / np.sqrt(s)))
 
 
 def overcomplete_hessian_eigenvalues(lambdas, k: int, s: float) -> np.ndarray:
@@ -595,10 +609,10 @@ def overcomplete_hessian_eigenvalues(lambdas, k: int, s: float) -> np.ndarray:
     """
     lam = _spectrum(lambdas)
     d = lam.size
-    k = check_int("k", k, minimum=d + 1)
+    k = check_int("k", k, minimum=d + 1, maximum=_MAX_DIM)
     s = check_positive("s", s)
     nonzero = np.repeat((s + 1.0 / s) * lam, d)
-    return np.sort(np.concatenate([np.zeros(2 * k * d - d * d), nonzero]))
+    return finite_result("overcomplete_hessian_eigenvalues", np.sort(np.concatenate([np.zeros(2 * k * d - d * d), nonzero])))
 
 
 def autograd_hessian(lambdas, W, U) -> np.ndarray:
@@ -635,7 +649,7 @@ def autograd_hessian(lambdas, W, U) -> np.ndarray:
         h = jacrev(jacrev(loss))(theta).numpy()  # reverse-over-reverse: the Hessian of a scalar
     finally:
         torch.set_num_threads(threads)
-    return 0.5 * (h + h.T)
+    return finite_result("autograd_hessian", 0.5 * (h + h.T))
 
 
 def eos_ceiling(eta, lambda1: float, kappa: float = 2.0):
@@ -658,7 +672,9 @@ def eos_ceiling(eta, lambda1: float, kappa: float = 2.0):
     if np.any(log_kt >= math.log(np.finfo(float).max)):
         raise ValueError(f"kappa/(eta*lambda1) exceeds the float64 range (eta = {np.min(eta):.3g}, "
                          f"lambda1 = {lambda1:.3g}): the ceiling s* ~ kappa/(eta*lambda1) is not representable")
-    kt = np.exp(log_kt)
+    with np.errstate(over="ignore", divide="ignore"):
+        prod = eta * lambda1
+        kt = np.where(prod > 0, kappa / np.where(prod > 0, prod, 1.0), kappa / eta / lambda1)
     if np.any(kt < 2.0):
         raise ValueError(
             f"kappa_tilde = kappa/(eta*lambda1) must be >= 2 for a ceiling to exist, got "
@@ -698,7 +714,7 @@ def fit_kappa(etas, saturation, lambda1: float):
     kappa = float(np.sum(x * y) / np.sum(x * x))
     resid = y - kappa * x
     se = float(np.sqrt(np.sum(resid**2) / (x.size - 1) / np.sum(x * x)))
-    return kappa, se
+    return finite_result("fit_kappa", (kappa, se))
 
 
 # --------------------------------------------------------------------------------------------
@@ -715,7 +731,7 @@ def modified_batch_sharpness(lambdas, k: int, s, batch_size: int):
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    s = np.asarray(s, dtype=float)
+    s = check_array("s", s)
     if s.ndim == 0:
         s = _scales(s, k)
     if s.shape[-1:] != (k,) or not np.all(np.isfinite(s)) or np.any(s <= 0):
@@ -723,7 +739,7 @@ def modified_batch_sharpness(lambdas, k: int, s, batch_size: int):
     a1 = np.sum(lam[:k] / s, axis=-1)
     a2 = np.sum((lam[:k] / s) ** 2, axis=-1)
     out = (a1 + (batch_size + 1) * a2 / a1) / batch_size
-    return float(out) if np.ndim(out) == 0 else out
+    return finite_result("modified_batch_sharpness", float(out) if np.ndim(out) == 0 else out)
 
 
 @dataclass
@@ -784,6 +800,7 @@ def batch_sharpness_monte_carlo(lambdas, k: int, S, batch_size: int, n_batches: 
     mbs = float(mn / md)
     cov = np.cov(num, den)
     var = (cov[0, 0] - 2.0 * mbs * cov[0, 1] + mbs * mbs * cov[1, 1]) / (md * md) / n_batches
+    finite_result("batch_sharpness_monte_carlo", (bs, bs_se, mbs, var))
     return BatchSharpness(bs, bs_se, mbs, float(np.sqrt(var)), n_batches)
 
 
@@ -797,7 +814,7 @@ def noether_charge(W, U) -> np.ndarray:
     is the scalar charge ``q = ‖W‖_F² − ‖U‖_F²``.
     """
     W, U = _check_pair(W, U)
-    return np.swapaxes(W, -1, -2) @ W - U @ np.swapaxes(U, -1, -2)
+    return finite_result("noether_charge", np.swapaxes(W, -1, -2) @ W - U @ np.swapaxes(U, -1, -2))
 
 
 def minibatch_gradients(W, U, sigma_hat):
@@ -805,7 +822,7 @@ def minibatch_gradients(W, U, sigma_hat):
     W, U = _check_pair(W, U)
     M = W @ U - np.eye(W.shape[-2])
     ms = M @ _check_sigma_hat(sigma_hat, W.shape[-2])
-    return ms @ np.swapaxes(U, -1, -2), np.swapaxes(W, -1, -2) @ ms
+    return finite_result("minibatch_gradients", (ms @ np.swapaxes(U, -1, -2), np.swapaxes(W, -1, -2) @ ms))
 
 
 def sgd_step(W, U, sigma_hat, eta: float):
@@ -813,7 +830,7 @@ def sgd_step(W, U, sigma_hat, eta: float):
     eta = check_positive("eta", eta)
     W, U = _check_pair(W, U)
     gW, gU = minibatch_gradients(W, U, sigma_hat)
-    return W - eta * gW, U - eta * gU
+    return finite_result("sgd_step", (W - eta * gW, U - eta * gU))
 
 
 def charge_increment(W, U, sigma_hat, eta: float) -> np.ndarray:
@@ -825,7 +842,7 @@ def charge_increment(W, U, sigma_hat, eta: float) -> np.ndarray:
     eta = check_positive("eta", eta)
     W, U = _check_pair(W, U)
     gW, gU = minibatch_gradients(W, U, sigma_hat)
-    return eta**2 * (np.swapaxes(gW, -1, -2) @ gW - gU @ np.swapaxes(gU, -1, -2))
+    return finite_result("charge_increment", (eta * eta) * (np.swapaxes(gW, -1, -2) @ gW - gU @ np.swapaxes(gU, -1, -2)))
 
 
 def expected_charge_increment(W, U, lambdas, eta: float, batch_size: int) -> np.ndarray:
@@ -852,7 +869,7 @@ def expected_charge_increment(W, U, lambdas, eta: float, batch_size: int) -> np.
     first = (1 + 1 / b) * (lam[:, None] * mtm * lam[None, :]) + tr_ * np.diag(lam) / b
     wm = np.swapaxes(W, -1, -2) @ M
     second = (1 + 1 / b) * np.diag(lam**2) + lam.sum() * np.diag(lam) / b
-    return eta**2 * (U @ first @ np.swapaxes(U, -1, -2) - wm @ second @ np.swapaxes(wm, -1, -2))
+    return finite_result("expected_charge_increment", (eta * eta) * (U @ first @ np.swapaxes(U, -1, -2) - wm @ second @ np.swapaxes(wm, -1, -2)))
 
 
 def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, init="pca",
@@ -889,7 +906,12 @@ def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, st
     for t in range(steps):
         q0 = noether_charge(W, U)
         form[t] = charge_increment(W, U, sig[t], eta)
-        Wm, Um = pca_point(S[-1], d)  # the manifold point with the same scale matrix
+        try:
+            Wm, Um = pca_point(S[-1], d)  # the manifold point with the same scale matrix
+        except ValueError:
+            raise ValueError(f"charge_increments_along_sgd: at step {t} the scale matrix S = WᵀW is singular: SGD "
+                             f"at eta = {eta:g}, batch_size = {batch_size} has collapsed a mode (eta is past the "
+                             "stability edge)") from None
         man[t] = np.linalg.eigvalsh(charge_increment(Wm, Um, sig[t], eta)).min()
         with np.errstate(over="ignore", invalid="ignore"):
             W, U = sgd_step(W, U, sig[t], eta)
@@ -913,7 +935,7 @@ def saturation_scale(result: "SGDResult", tau_from: float, tau_to: float | None 
     sel = (result.tau >= tau_from) & (result.tau <= (np.inf if tau_to is None else tau_to))
     if sel.sum() < 2:
         raise ValueError("tau_from/tau_to must select at least two records")
-    return result.scales[:, sel, mode].mean(axis=1)
+    return finite_result("saturation_scale", result.scales[:, sel, mode].mean(axis=1))
 
 
 def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 1e-12):
@@ -965,7 +987,7 @@ def sample_gradients(W, U, X, activation: str = "relu"):
     back = np.swapaxes(W, -1, -2) @ R
     if activation == "relu":
         back = back * (H > 0)
-    return R @ np.swapaxes(A, -1, -2) / b, back @ np.swapaxes(X, -1, -2) / b
+    return finite_result("sample_gradients", (R @ np.swapaxes(A, -1, -2) / b, back @ np.swapaxes(X, -1, -2) / b))
 
 
 def neuron_balance_autograd(W, U, x, activation: str = "relu") -> np.ndarray:
@@ -988,7 +1010,7 @@ def neuron_balance_autograd(W, U, x, activation: str = "relu") -> np.ndarray:
     out = w @ (torch.relu(h) if activation == "relu" else h)
     loss = 0.5 * torch.sum((out - xt) ** 2)
     gw, gu = torch.autograd.grad(loss, (w, u))
-    return ((gw * w).sum(0) - (gu * u).sum(1)).detach().numpy()
+    return finite_result("neuron_balance_autograd", ((gw * w).sum(0) - (gu * u).sum(1)).detach().numpy())
 
 
 def residual_split(W, U, X, activation: str = "relu"):
@@ -1016,7 +1038,7 @@ def residual_split(W, U, X, activation: str = "relu"):
     else:
         Wa = W[None, :, :] * (H.T > 0)[:, None, :]  # (n, d, k): columns of the active units
         par = (Wa @ (np.linalg.pinv(Wa) @ R.T[:, :, None]))[..., 0].T
-    return float(np.mean(np.sum(par**2, axis=0))), float(np.mean(np.sum((R - par) ** 2, axis=0)))
+    return finite_result("residual_split", (float(np.mean(np.sum(par**2, axis=0))), float(np.mean(np.sum((R - par) ** 2, axis=0)))))
 
 
 def _relu_second_moments(U, lam):
@@ -1044,11 +1066,11 @@ def population_loss(W, U, lambdas, activation: str = "linear"):
     W, U = _check_pair(W, U, d=d)
     if activation == "linear":
         M = W @ U - np.eye(d)
-        return 0.5 * np.sum(M * M * lam, axis=(-2, -1))
+        return finite_result("population_loss", 0.5 * np.sum(M * M * lam, axis=(-2, -1)))
     m2 = _relu_second_moments(U, lam)
     wtw = np.swapaxes(W, -1, -2) @ W
     cross = 0.5 * np.sum(np.diagonal(W @ U, axis1=-2, axis2=-1) * lam, axis=-1)
-    return 0.5 * (np.sum(m2 * wtw, axis=(-2, -1)) - 2.0 * cross + lam.sum())
+    return finite_result("population_loss", 0.5 * (np.sum(m2 * wtw, axis=(-2, -1)) - 2.0 * cross + lam.sum()))
 
 
 # --------------------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ from .validation import (
     check_tolerance,
     solve_ivp_bounded,
 )
-from .validation import MAX_STEPS
+from .validation import MAX_STEPS, finite_result
 
 __all__ = [
     "entropy",
@@ -406,7 +406,7 @@ def entropy(sigma, N) -> float:
     for _ in range(N - 1):
         acc = acc * r2 + 1.0
     pair = 2.0 * (N - 1) / N * lmax + np.log(acc)
-    return float(0.5 * pair.sum())
+    return finite_result("entropy", float(0.5 * pair.sum()))
 
 
 def naive_entropy(sigma, N) -> float:
@@ -434,7 +434,7 @@ def entropy_gradient(sigma, N) -> np.ndarray:
     """
     sigma = _check_sigma(sigma)
     N = _check_depth(N, allow_inf=True)
-    return _entropy_grad_batched(sigma, N)
+    return finite_result("entropy_gradient", _entropy_grad_batched(sigma, N))
 
 
 def entropy_hessian(sigma, N) -> np.ndarray:
@@ -449,7 +449,7 @@ def entropy_hessian(sigma, N) -> np.ndarray:
     sigma = _check_sigma(sigma)
     N = _check_depth(N, allow_inf=True)
     h = _entropy_hess_batched(sigma, N)
-    return 0.5 * (h + h.T)
+    return finite_result("entropy_hessian", 0.5 * (h + h.T))
 
 
 def pair_kernels(a, b, N):
@@ -466,7 +466,7 @@ def pair_kernels(a, b, N):
     delta = np.log(a) - np.log(b)
     p = -_G2(delta, N) / (2.0 * a * b)
     q = _G2_minus_h(delta, N) / (2.0 * a**2)
-    return p, q
+    return finite_result("pair_kernels", (p, q))
 
 
 def log_form_derivatives(delta, N):
@@ -479,7 +479,7 @@ def log_form_derivatives(delta, N):
     """
     delta = check_array("delta", delta)
     N = _check_depth(N, allow_inf=True)
-    return _G1(delta, N), _G2(delta, N)
+    return finite_result("log_form_derivatives", (_G1(delta, N), _G2(delta, N)))
 
 
 def riemannian_entropy_hessian(sigma, N) -> np.ndarray:
@@ -497,7 +497,7 @@ def riemannian_entropy_hessian(sigma, N) -> np.ndarray:
     h = entropy_hessian(sigma, N)
     g = _entropy_grad_batched(sigma, N)
     h[np.diag_indices_from(h)] += _kappa(N) * g / sigma
-    return h
+    return finite_result("riemannian_entropy_hessian", h)
 
 
 def entropy_autograd(sigma, N):
@@ -531,7 +531,7 @@ def entropy_autograd(sigma, N):
     val = fn(s)
     (grad,) = torch.autograd.grad(val, s)
     hess = torch.autograd.functional.hessian(fn, s.detach())
-    return float(val.detach()), grad.numpy().copy(), hess.numpy().copy()
+    return finite_result("entropy_autograd", (float(val.detach()), grad.numpy().copy(), hess.numpy().copy()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -564,15 +564,15 @@ class SpectralEnergy:
     def value(self, sigma):
         """``E(σ)`` for sigma of shape (..., d)."""
         sigma = _check_energy_sigma(sigma)
-        return self.g(np.sum(self.f(sigma), axis=-1))
+        return finite_result("SpectralEnergy.value", self.g(np.sum(self.f(sigma), axis=-1)))
 
     def gradient(self, sigma):
         """``∂E/∂σ_i = g'(Σf) f'(σ_i)``, shape (..., d)."""
-        return self._gradient(_check_energy_sigma(sigma))
+        return finite_result("SpectralEnergy.gradient", self._gradient(_check_energy_sigma(sigma)))
 
     def hessian(self, sigma):
         """``∂²E/∂σ_i∂σ_j = g''(Σf) f'(σ_i) f'(σ_j) + g'(Σf) f''(σ_i) δ_ij``, shape (..., d, d)."""
-        return self._hessian(_check_energy_sigma(sigma))
+        return finite_result("SpectralEnergy.hessian", self._hessian(_check_energy_sigma(sigma)))
 
     # unvalidated versions for the module's inner loops (the ODE right-hand sides)
     def _gradient(self, sigma):
@@ -660,7 +660,7 @@ def flow_vector_field(sigma, *, N, beta, p=None, energy=None) -> np.ndarray:
     N = _check_depth(N)
     beta = _check_beta(beta, allow_inf=True)
     energy = _resolve_energy(p, energy)
-    return -N * sigma ** (2.0 - 2.0 / N) * _free_energy_grad(sigma, N, beta, energy)
+    return finite_result("flow_vector_field", -N * sigma ** (2.0 - 2.0 / N) * _free_energy_grad(sigma, N, beta, energy))
 
 
 def flow_jacobian(sigma, *, N, beta, p=None, energy=None) -> np.ndarray:
@@ -676,7 +676,7 @@ def flow_jacobian(sigma, *, N, beta, p=None, energy=None) -> np.ndarray:
     pref = N * sigma ** (2.0 - 2.0 / N)
     jac = -pref[:, None] * hF
     jac[np.diag_indices_from(jac)] -= N * (2.0 - 2.0 / N) * sigma ** (1.0 - 2.0 / N) * gF
-    return jac
+    return finite_result("flow_jacobian", jac)
 
 
 def _mu_rhs_and_jac(N, beta, energy):
@@ -798,7 +798,7 @@ def numerical_jacobian(fun, x, *, rel_step: float = 1e-3) -> np.ndarray:
             return (np.asarray(fun(x + e)) - np.asarray(fun(x - e))) / (2.0 * step)
 
         cols.append((4.0 * central(h / 2.0) - central(h)) / 3.0)
-    return np.stack(cols, axis=1)
+    return finite_result("numerical_jacobian", np.stack(cols, axis=1))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -853,7 +853,7 @@ def sigma_star(energy: SpectralEnergy, N, d, beta) -> float:
         hi += 2.0
     if not (bal(lo) < 0 < bal(hi)):
         raise ValueError("the balance equation (1.12) has no sign change: check the energy's assumptions")
-    return float(math.exp(optimize.brentq(bal, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)))
+    return finite_result("sigma_star", float(math.exp(optimize.brentq(bal, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps))))
 
 
 def _rates_from(s, h1, h2, N, d, beta):
@@ -876,17 +876,19 @@ def relaxation_rates(p, N, d, beta):
     d = _check_d(d)
     beta = _check_beta(beta)
     s = schatten_sigma_star(p, N, d, beta)
-    return _rates_from(s, (p - 1.0) * s ** (p - 2.0), 0.0, N, d, beta)
+    return finite_result("relaxation_rates", _rates_from(s, (p - 1.0) * s ** (p - 2.0), 0.0, N, d, beta))
 
 
 def relaxation_rates_general(energy: SpectralEnergy, N, d, beta):
     """``(ρ_1, ρ_⊥)`` of Theorem 1.3 for a general spectral energy (``h_1``, ``h_2`` from its Hessian)."""
     N = _check_depth(N, minimum=2)
     d = _check_d(d)
+    if d > 10**6:
+        raise ValueError(f"d must be <= 10**6 here (the Hessian is evaluated at d equal singular values), got {d}")
     beta = _check_beta(beta)
     s = sigma_star(energy, N, d, beta)
     h = energy._hessian(np.full(d, s))
-    return _rates_from(s, float(h[0, 0]), float(h[0, 1]), N, d, beta)
+    return finite_result("relaxation_rates_general", _rates_from(s, float(h[0, 0]), float(h[0, 1]), N, d, beta))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -962,7 +964,10 @@ def scale_time_function(s, *, p, N, d, beta):
     u = np.exp(nu * (np.log(s) - math.log(s_star)))
     out = np.full(u.shape, np.inf)
     ne = u != 1.0
-    out[ne] = s_star ** (2.0 - nu) / nu * _Phi(2.0 / nu, u[ne])
+    with np.errstate(over="ignore", invalid="ignore"):
+        out[ne] = s_star ** (2.0 - nu) / nu * _Phi(2.0 / nu, u[ne])
+    if np.any(np.isnan(out)) or np.any(np.isinf(out[ne])):
+        raise ValueError("scale_time_function: T(s) is not representable in float64 for these s (too far from s_star)")
     return out if out.ndim else float(out)
 
 
@@ -1108,7 +1113,7 @@ def end_to_end(Ws) -> np.ndarray:
     X = Ws[0]
     for W in Ws[1:]:
         X = W @ X
-    return X
+    return finite_result("end_to_end", X)
 
 
 def factor_metric_operator(Ws, P) -> np.ndarray:
@@ -1126,7 +1131,7 @@ def factor_metric_operator(Ws, P) -> np.ndarray:
         left = end_to_end(Ws[k + 1:]) if k + 1 < n else np.eye(d)
         right = end_to_end(Ws[:k]) if k > 0 else np.eye(d)
         out += left @ left.T @ P @ right.T @ right
-    return out
+    return finite_result("factor_metric_operator", out)
 
 
 def _haar_orthogonal(rng, d):
@@ -1167,7 +1172,7 @@ def balance_defect(Ws) -> float:
     Ws = _check_factors(Ws)
     if len(Ws) < 2:
         return 0.0
-    return float(max(np.linalg.norm(Ws[k + 1].T @ Ws[k + 1] - Ws[k] @ Ws[k].T) for k in range(len(Ws) - 1)))
+    return finite_result("balance_defect", float(max(np.linalg.norm(Ws[k + 1].T @ Ws[k + 1] - Ws[k] @ Ws[k].T) for k in range(len(Ws) - 1))))
 
 
 def spectral_gradient_matrix(X, *, N, beta, p=None, energy=None) -> np.ndarray:
@@ -1185,7 +1190,7 @@ def spectral_gradient_matrix(X, *, N, beta, p=None, energy=None) -> np.ndarray:
     U, s, Vt = np.linalg.svd(X)
     if np.any(s <= 0):
         raise ValueError("X must be invertible (all singular values > 0)")
-    return (U * _free_energy_grad(s, N, beta, energy)[None, :]) @ Vt
+    return finite_result("spectral_gradient_matrix", (U * _free_energy_grad(s, N, beta, energy)[None, :]) @ Vt)
 
 
 def train_factors(Ws, *, N, beta, step, steps, p=None, energy=None, record_every: int = 1) -> dict:
@@ -1335,7 +1340,10 @@ def equilibrium_spectrum(sigma0, *, N, beta, p, interaction: str = "dln", tol: f
         sigma, f, g, h = trial, ft, gt, ht
         if np.max(np.abs(g * sigma)) < tol:
             break
-    return sigma, {"iterations": it, "gradient_norm": float(np.max(np.abs(g * sigma)))}
+    with np.errstate(over="ignore", invalid="ignore"):
+        gnorm = float(np.max(np.abs(g * sigma)))
+    finite_result("equilibrium_spectrum", (sigma, gnorm))
+    return sigma, {"iterations": it, "gradient_norm": gnorm}
 
 
 def quarter_circle_density(x, beta0):
@@ -1348,4 +1356,4 @@ def quarter_circle_density(x, beta0):
     beta0 = check_positive("beta0", beta0)
     x = check_array("x", x)
     a = 2.0 / beta0
-    return np.where((x >= 0) & (x <= math.sqrt(a)), 2.0 * beta0 / math.pi * np.sqrt(np.clip(a - x**2, 0, None)), 0.0)
+    return finite_result("quarter_circle_density", np.where((x >= 0) & (x <= math.sqrt(a)), 2.0 * beta0 / math.pi * np.sqrt(np.clip(a - x**2, 0, None)), 0.0))

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .rng import spawn_rngs
-from .validation import MAX_DRAWS, MAX_STEPS, check_array, check_int, check_positive
+from .validation import MAX_DRAWS, MAX_STEPS, check_array, check_int, check_positive, finite_result
 
 __all__ = [
     "covariance_factor",
@@ -125,7 +125,9 @@ def wishart_covariance(rng: np.random.Generator, factor, batch_size: int, size: 
     a[:, diag, diag] = np.sqrt(rng.chisquare(batch_size - diag, size=(size, d))).astype(dtype, copy=False)
     m = a @ a.transpose(0, 2, 1)
     m *= 1.0 / batch_size
-    return _apply_factor(factor.astype(dtype, copy=False), m)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _apply_factor(factor.astype(dtype, copy=False), m)
+    return finite_result("wishart_covariance", out)
 
 
 def sample_covariance(rng: np.random.Generator, factor, batch_size: int, size: int, *,
@@ -144,7 +146,9 @@ def sample_covariance(rng: np.random.Generator, factor, batch_size: int, size: i
                          "draw in chunks")
     z = rng.standard_normal((size, d, batch_size), dtype=dtype)
     x = factor[:, None] * z if factor.ndim == 1 else np.einsum("ij,njb->nib", factor.astype(dtype), z)
-    cov = x @ x.transpose(0, 2, 1) / batch_size
+    with np.errstate(over="ignore", invalid="ignore"):
+        cov = x @ x.transpose(0, 2, 1) / batch_size
+    finite_result("sample_covariance", cov)
     return (cov, x) if return_samples else cov
 
 
@@ -287,6 +291,8 @@ class WishartBlockSampler:
         c = np.ones(b.size) if scale is None else check_array("scale", scale, ndim=1)
         if c.shape != b.shape or np.any(c <= 0):
             raise ValueError("scale must have one entry > 0 per replica")
+        if self.factor.size and np.abs(self.factor).max() ** 2 * c.max() * max(self.d, 1) > 1e300:
+            raise ValueError("factor (squared) times scale is too large for float64 draws (above 1e300)")
         self._set(b.astype(np.int64), c.astype(float))
 
     @property
@@ -321,7 +327,9 @@ class WishartBlockSampler:
 
     def keep(self, mask) -> None:
         """Keep only the replicas where ``mask`` is true (for ensembles whose replicas finish early)."""
-        mask = np.asarray(mask, dtype=bool)
+        mask = np.asarray(mask)
+        if mask.dtype != bool:
+            raise TypeError(f"mask must be a boolean array, got dtype {mask.dtype}")
         if mask.shape != self.batch_sizes.shape or not mask.any():
             raise ValueError("mask must be a boolean array with one entry per replica, not all false")
         self._set(self.batch_sizes[mask], self.scale[mask])

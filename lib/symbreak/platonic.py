@@ -67,7 +67,7 @@ from .validation import (
     check_square,
     check_symmetric_positive_definite,
 )
-from .validation import MAX_DRAWS, MAX_STEPS
+from .validation import MAX_DRAWS, MAX_STEPS, finite_result
 
 __all__ = [
     "platonic_kernel",
@@ -158,7 +158,7 @@ def sqrtm_psd(a) -> np.ndarray:
         raise ValueError(f"a must be positive semi-definite (it has an eigenvalue {w.min():.3g} times its "
                          "largest entry, below round-off): an indefinite matrix has no real square root")
     w = np.where(w > floor, w, 0.0)
-    return _sym((v * np.sqrt(w)[..., None, :]) @ _t(v)) * np.sqrt(scale)
+    return finite_result("sqrtm_psd", _sym((v * np.sqrt(w)[..., None, :]) @ _t(v)) * np.sqrt(scale))
 
 
 def _check_generator(rng) -> None:
@@ -179,7 +179,8 @@ def random_invertible(rng: np.random.Generator, n: int, cond: float = 3.0) -> np
     singular values ``s`` log-uniform in ``[cond^{-1/2}, cond^{1/2}]`` with both ends attained,
     so its condition number is exactly ``cond`` (for ``n ≥ 2``) and its determinant is of order 1.
     """
-    n = check_int("n", n, minimum=1)
+    _check_generator(rng)
+    n = check_int("n", n, minimum=1, maximum=10_000)
     cond = check_positive("cond", cond)
     if cond < 1:
         raise ValueError(f"cond must lie in [1, inf), got {cond!r}")
@@ -193,7 +194,8 @@ def random_invertible(rng: np.random.Generator, n: int, cond: float = 3.0) -> np
 def random_spd(rng: np.random.Generator, n: int, cond: float = 3.0, scale: float = 1.0) -> np.ndarray:
     """A random symmetric positive-definite ``n×n`` matrix ``scale · O diag(λ) Oᵀ`` with
     eigenvalues log-uniform in ``[cond^{-1/2}, cond^{1/2}]`` (both ends attained)."""
-    n = check_int("n", n, minimum=1)
+    _check_generator(rng)
+    n = check_int("n", n, minimum=1, maximum=10_000)
     cond = check_positive("cond", cond)
     scale = check_positive("scale", scale)
     if cond < 1:
@@ -253,7 +255,7 @@ def platonic_kernel(V, sigma_x, sigma_eps) -> np.ndarray:
     sx_ihalf = (o / np.sqrt(w)) @ o.T
     core = sqrtm_psd(sx_half @ V.T @ se @ V @ sx_half)
     k = _sym(sx_ihalf @ core @ sx_ihalf)
-    return k / np.linalg.norm(k)
+    return finite_result("platonic_kernel", k / np.linalg.norm(k))
 
 
 def kernel_alignment(K1, K2, *, metric=None):
@@ -307,7 +309,7 @@ def kernel_alignment(K1, K2, *, metric=None):
     n1 = np.sqrt(np.einsum("...ij,...ij->...", K1, K1))
     n2 = np.sqrt(np.einsum("...ij,...ij->...", K2, K2))
     out = np.einsum("...ij,...ij->...", K1, K2) / (n1 * n2)
-    return float(out) if np.ndim(out) == 0 else out
+    return finite_result("kernel_alignment", float(out) if np.ndim(out) == 0 else out)
 
 
 def alignment_matrix(kernels, *, metric=None) -> np.ndarray:
@@ -320,7 +322,7 @@ def alignment_matrix(kernels, *, metric=None) -> np.ndarray:
     for i in range(len(ks)):
         for j in range(i + 1, len(ks)):
             out[i, j] = out[j, i] = kernel_alignment(ks[i], ks[j], metric=metric)
-    return out
+    return finite_result("alignment_matrix", out)
 
 
 def joint_alignment(*kernel_stacks, reference=None, metric=None) -> np.ndarray:
@@ -350,7 +352,7 @@ def joint_alignment(*kernel_stacks, reference=None, metric=None) -> np.ndarray:
         ref = check_array("reference", reference, ndim=2, shape=ks.shape[-2:])
         ks = np.concatenate([ks, np.broadcast_to(ref, (ks.shape[0], 1) + ref.shape)], axis=1)
     out = kernel_alignment(ks[:, :, None], ks[:, None, :], metric=metric)
-    return out[0] if squeeze else out
+    return finite_result("joint_alignment", out[0] if squeeze else out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -781,7 +783,7 @@ def symmetry_transform(weights, layer: int, T) -> list:
         raise ValueError(f"T must be {w[k - 1].shape[-2]}x{w[k - 1].shape[-2]} (width of hidden layer {layer}), got {T.shape}")
     w[k] = w[k] @ T
     w[k - 1] = np.linalg.solve(T, w[k - 1])
-    return w
+    return finite_result("symmetry_transform", w)
 
 
 def minimize_entropy_on_orbit(net: EDLN, task: Task, weights, *, layers=None, gtol: float = 1e-10,
@@ -866,7 +868,7 @@ def end_to_end(net: EDLN, weights) -> np.ndarray:
     _check_net(net)
     ws, sq = _stack(net, weights)
     p, _ = _forward(net, ws)
-    return _unstack(net.m_out @ p[-1], sq)
+    return finite_result("end_to_end", _unstack(net.m_out @ p[-1], sq))
 
 
 def hidden_kernels(net: EDLN, weights, *, normalize: bool = False) -> np.ndarray:
@@ -881,7 +883,7 @@ def hidden_kernels(net: EDLN, weights, *, normalize: bool = False) -> np.ndarray
     ks = np.stack([_t(p[k]) @ p[k] for k in range(1, net.depth)], axis=1)
     if normalize:
         ks = ks / np.linalg.norm(ks, axis=(-2, -1), keepdims=True)
-    return _unstack(ks, sq)
+    return finite_result("hidden_kernels", _unstack(ks, sq))
 
 
 def _residual_parts(net, task, ws):
@@ -898,7 +900,7 @@ def population_loss(net: EDLN, task: Task, weights):
     ws, sq = _stack(net, weights)
     _, _, a, omega = _residual_parts(net, task, ws)
     out = _tr(omega)
-    return float(out[0]) if sq else out
+    return finite_result("population_loss", float(out[0]) if sq else out)
 
 
 def _layer_terms(task, p_i, q_i, a, omega):
@@ -944,8 +946,8 @@ def entropy_term(net: EDLN, task: Task, weights, *, per_layer: bool = False):
     terms = np.stack(terms, axis=-1)
     out = terms if per_layer else terms.sum(-1)
     if sq:
-        return out[0] if per_layer else float(out[0])
-    return out
+        return finite_result("entropy_term", out[0] if per_layer else float(out[0]))
+    return finite_result("entropy_term", out)
 
 
 def gradient_moments(net: EDLN, task: Task, weights):
@@ -973,7 +975,7 @@ def gradient_moments(net: EDLN, task: Task, weights):
         left = 4.0 * _t(q[i]) @ (t[:, None, None] * omega + 2.0 * j) @ q[i]
         right = 4.0 * p[i] @ (b[:, None, None] * sx + 2.0 * sx @ _t(a) @ c @ a @ sx) @ _t(p[i])
         out.append((_unstack(_sym(left), sq), _unstack(_sym(right), sq)))
-    return out
+    return finite_result("gradient_moments", out)
 
 
 def alignment_blocks(matrices, sizes, *, reference: bool = True) -> dict:
@@ -996,6 +998,10 @@ def alignment_blocks(matrices, sizes, *, reference: bool = True) -> dict:
         each block, per replica; ``"mean"``: the mean over all off-diagonal pairs.
     """
     m = check_array("matrices", matrices)
+    if not isinstance(reference, (bool, np.bool_)):
+        raise TypeError(f"reference must be True or False, got {reference!r}")
+    if not isinstance(sizes, (tuple, list)) or len(sizes) != 2:
+        raise ValueError(f"sizes must be a pair (H_A, H_B) of hidden-layer counts, got {sizes!r}")
     squeeze = m.ndim == 2
     m = m[None] if squeeze else m
     h_a, h_b = (check_int("sizes[0]", sizes[0], minimum=1), check_int("sizes[1]", sizes[1], minimum=1))
@@ -1036,7 +1042,7 @@ def noether_charges(weights) -> list:
     if not isinstance(weights, (list, tuple)) or len(weights) < 2:
         raise ValueError("weights must be a list of at least 2 matrices")
     w = [check_array(f"weights[{i}]", a) for i, a in enumerate(weights)]
-    return [_t(w[k + 1]) @ w[k + 1] - w[k] @ _t(w[k]) for k in range(len(w) - 1)]
+    return finite_result("noether_charges", [_t(w[k + 1]) @ w[k + 1] - w[k] @ _t(w[k]) for k in range(len(w) - 1)])
 
 
 def charge_drift(net: EDLN, task: Task, weights, *, lr: float, batch_size: int) -> list:
@@ -1058,8 +1064,8 @@ def charge_drift(net: EDLN, task: Task, weights, *, lr: float, batch_size: int) 
         g_in, g_out = gl[k], gl[k + 1]
         right = (1 - 1 / batch_size) * _t(g_out) @ g_out + mom[k + 1][1] / batch_size
         left = (1 - 1 / batch_size) * g_in @ _t(g_in) + mom[k][0] / batch_size
-        out.append(lr ** 2 * (right - left))
-    return out
+        out.append((lr * lr) * (right - left))
+    return finite_result("charge_drift", out)
 
 
 def gradient_balance(net: EDLN, task: Task, weights) -> list:
@@ -1082,7 +1088,7 @@ def gradient_balance(net: EDLN, task: Task, weights) -> list:
         rows = np.diagonal(mom[k][0], axis1=-2, axis2=-1)
         cols = np.diagonal(mom[k + 1][1], axis1=-2, axis2=-1)
         out.append(rows / cols)
-    return out
+    return finite_result("gradient_balance", out)
 
 
 def sharpness(net: EDLN, task: Task, weights, *, iters: int = 200, seed=0) -> float:
@@ -1112,7 +1118,7 @@ def sharpness(net: EDLN, task: Task, weights, *, iters: int = 200, seed=0) -> fl
         hv = [q[i].T @ g @ p[i].T for i in range(net.depth)]
         lam = sum((a * b).sum() for a, b in zip(v, hv))
         v = hv
-    return float(lam)
+    return finite_result("sharpness", float(lam))
 
 
 def loss_gradient(net: EDLN, task: Task, weights) -> list:
@@ -1122,7 +1128,7 @@ def loss_gradient(net: EDLN, task: Task, weights) -> list:
     ws, sq = _stack(net, weights)
     p, q, a, _ = _residual_parts(net, task, ws)
     g = 2.0 * a @ task.sigma_x
-    return _unstack([_t(q[i]) @ g @ _t(p[i]) for i in range(net.depth)], sq)
+    return finite_result("loss_gradient", _unstack([_t(q[i]) @ g @ _t(p[i]) for i in range(net.depth)], sq))
 
 
 def _entropy_and_loss_gradients(net, task, ws, gamma):
@@ -1200,7 +1206,7 @@ def minibatch_gradient(net: EDLN, task: Task, weights, s_hat) -> list:
     s_hat = check_array("s_hat", s_hat)
     if s_hat.shape[-2:] != (d, d) or s_hat.ndim not in (2, 3):
         raise ValueError(f"s_hat must have shape ({d}, {d}) or (replicas, {d}, {d}), got {s_hat.shape}")
-    return _unstack(_minibatch_gradient(net, task, ws, s_hat), sq)
+    return finite_result("minibatch_gradient", _unstack(_minibatch_gradient(net, task, ws, s_hat), sq))
 
 
 def _minibatch_gradient(net, task, ws, s_hat):
@@ -1219,7 +1225,7 @@ def entropy_gradient(net: EDLN, task: Task, weights) -> list:
     ws, sq = _stack(net, weights)
     g_s = _entropy_and_loss_gradients(net, task, ws, 1.0)
     g_l = _entropy_and_loss_gradients(net, task, ws, 0.0)
-    return _unstack([a - b for a, b in zip(g_s, g_l)], sq)
+    return finite_result("entropy_gradient", _unstack([a - b for a, b in zip(g_s, g_l)], sq))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1262,7 +1268,7 @@ def per_sample_gradients(net: EDLN, weights, x, y):
         rep_grads[i] = g
         g = g @ ws[i][0]
     grads = [rep_grads[i][:, :, None] * reps[i][:, None, :] for i in range(net.depth)]
-    return grads, reps, rep_grads
+    return finite_result("per_sample_gradients", (grads, reps, rep_grads))
 
 
 def autograd_sample_gradients(net: EDLN, weights, x, y):
@@ -1292,7 +1298,7 @@ def autograd_sample_gradients(net: EDLN, weights, x, y):
             grads[i][s] = wt[i].grad.numpy()
             reps[i][s] = h[i].detach().numpy()
             rep_grads[i][s] = h[i + 1].grad.numpy()
-    return grads, reps, rep_grads
+    return finite_result("autograd_sample_gradients", (grads, reps, rep_grads))
 
 
 def entropy_term_mc(net: EDLN, task: Task, weights, seed, n_samples: int, *, chunk: int = 100_000):
