@@ -1000,8 +1000,8 @@ def neuron_balance_autograd(W, U, x, activation: str = "relu") -> np.ndarray:
 
     activation = check_choice("activation", activation, ("linear", "relu"))
     W, U = _check_pair(W, U)
-    if W.ndim != 2:
-        raise ValueError(f"W and U must be single matrices (d, k) and (k, d) here, got {W.shape}")
+    if W.ndim != 2 or U.ndim != 2:
+        raise ValueError(f"W and U must be single matrices (d, k) and (k, d) here, got {W.shape} and {U.shape}")
     x = check_array("x", x, shape=(W.shape[0],))
     w = torch.tensor(W, requires_grad=True)
     u = torch.tensor(U, requires_grad=True)

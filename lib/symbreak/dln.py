@@ -1064,8 +1064,11 @@ def A_operator(X, P, N) -> np.ndarray:
     if N > _LITERAL_DEPTH:
         raise ValueError(f"N must be <= {_LITERAL_DEPTH} for A_operator (it sums the N terms literally), got {N}; "
                          "A_eigenvalues gives the operator's eigenvalues for any N")
-    left = X @ X.T
-    right = X.T @ X
+    with np.errstate(over="ignore", invalid="ignore"):
+        left = X @ X.T
+        right = X.T @ X
+    if not (np.all(np.isfinite(left)) and np.all(np.isfinite(right))):  # no eigh on non-finite input
+        raise ValueError("X is too large in scale: X Xᵀ overflows float64")
     return sum(_sym_power(left, (N - k) / N) @ P @ _sym_power(right, (k - 1) / N) for k in range(1, N + 1))
 
 
