@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import math
+
 import numpy as np
 from scipy.special import wrightomega
 
@@ -56,7 +58,10 @@ from .validation import (
     check_positive,
     check_positive_array,
     check_symmetric_positive_definite,
+    check_tolerance,
+    solve_ivp_bounded,
 )
+from .validation import MAX_DRAWS, MAX_STEPS, finite_result
 
 __all__ = [
     "geometric_spectrum",
@@ -106,6 +111,9 @@ __all__ = [
     "DIVERGENCE_LIMIT",
 ]
 
+#: Largest dimension or width accepted (matrices of this size already need gigabytes).
+_MAX_DIM = 100_000
+
 #: A replica whose largest weight exceeds this (or is not finite) has diverged.
 DIVERGENCE_LIMIT = 1e6
 
@@ -131,7 +139,7 @@ def _undercomplete_k(k, d: int) -> int:
 
 
 def _scales(s, k: int) -> np.ndarray:
-    s = check_positive_array("s", np.atleast_1d(np.asarray(s, dtype=float)), ndim=1)
+    s = check_positive_array("s", np.atleast_1d(check_array("s", s)), ndim=1)
     if s.size == 1 and k > 1:
         s = np.full(k, s[0])
     if s.size != k:
@@ -146,6 +154,25 @@ def _check_decoder_encoder(W, U, d: int, *, names=("W", "U")):
         raise ValueError(f"{names[0]} must have d = {d} rows, got shape {W.shape}")
     U = check_array(names[1], U, shape=(W.shape[1], d))
     return W, U
+
+
+def _check_pair(W, U, names=("W", "U"), d: int | None = None):
+    """A decoder stack ``W`` (..., d, k) and an encoder stack ``U`` (..., k, d) of matching shapes."""
+    W = check_array(names[0], W)
+    U = check_array(names[1], U)
+    if W.ndim < 2 or U.ndim < 2 or W.shape[-1] != U.shape[-2] or W.shape[-2] != U.shape[-1] or W.size == 0:
+        raise ValueError(f"{names[0]} must have shape (..., d, k) and {names[1]} shape (..., k, d), got "
+                         f"{W.shape} and {U.shape}")
+    if d is not None and W.shape[-2] != d:
+        raise ValueError(f"{names[0]} must have d = {d} rows (one per eigenvalue in lambdas), got shape {W.shape}")
+    return W, U
+
+
+def _check_sigma_hat(sigma_hat, d: int) -> np.ndarray:
+    sh = check_array("sigma_hat", sigma_hat)
+    if sh.ndim < 2 or sh.shape[-2:] != (d, d):
+        raise ValueError(f"sigma_hat must have shape (..., {d}, {d}), got {sh.shape}")
+    return sh
 
 
 def _dtype(dtype) -> np.dtype:
@@ -169,7 +196,7 @@ def geometric_spectrum(d: int, first: float = 12.0, last: float = 0.18) -> np.nd
     ValueError
         If ``d < 2``, a value is not positive, or ``last > first`` (the spectrum must be sorted).
     """
-    d = check_int("d", d, minimum=2)
+    d = check_int("d", d, minimum=2, maximum=_MAX_DIM)
     first = check_positive("first", first)
     last = check_positive("last", last)
     if last > first:
@@ -185,7 +212,7 @@ def growth_rates(lambdas, k: int) -> np.ndarray:
     """
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
-    return lam[:k] * lam[k:].sum()
+    return finite_result("growth_rates", lam[:k] * lam[k:].sum())
 
 
 def charge_drift_matrix(lambdas, k: int) -> np.ndarray:
@@ -197,9 +224,7 @@ def charge_drift_matrix(lambdas, k: int) -> np.ndarray:
 # effective dynamics (App. C)
 # --------------------------------------------------------------------------------------------
 def _broadcast_positive(name, value, *, allow_zero=False):
-    arr = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must contain only finite numbers")
+    arr = check_array(name, value)
     if allow_zero and np.any(arr < 0):
         raise ValueError(f"{name} must lie in [0, inf), got min {arr.min()!r}")
     if not allow_zero and np.any(arr <= 0):
@@ -234,14 +259,39 @@ def lambert_scale(s0, c, tau):
     s0 = _broadcast_positive("s0", s0)
     c = _broadcast_positive("c", c, allow_zero=True)
     tau = _broadcast_positive("tau", tau, allow_zero=True)
-    z = np.asarray(2.0 * np.log(s0) + s0 * s0 + 2.0 * c * tau, dtype=float)
-    s = np.empty_like(z)
+    s0, c, tau = (np.array(a, dtype=float) for a in np.broadcast_arrays(s0, c, tau))
+    with np.errstate(divide="ignore"):
+        log_s2 = 2.0 * np.log(s0)
+        log_ct = np.log(c) + np.log(tau)  # −inf where cτ = 0
+    # s² ≥ max(s0², 2cτ) − 1500: past 1e16 the log in (C.49) is a relative 1e-13 correction, and
+    # s0² or cτ may overflow; there s² is computed in log space (below)
+    big = (log_s2 > math.log(1e16)) | (log_ct > math.log(1e16))
+    s = np.empty_like(s0)
+    with np.errstate(over="ignore"):
+        z = np.asarray(log_s2 + s0 * s0 + 2.0 * c * tau, dtype=float)[~big]
+    out = np.empty_like(z)
     tiny = z < -500.0  # W(x) = x (1 − x + …) with x = e^z < 1e-217: s = e^{z/2} to full precision
-    s[tiny] = np.exp(0.5 * z[tiny])
+    out[tiny] = np.exp(0.5 * z[tiny])
     zz = z[~tiny]
     w = np.asarray(wrightomega(zz), dtype=float)
     w = w - (w + np.log(w) - zz) * w / (w + 1.0)  # Newton on w + log w = z
-    s[~tiny] = np.sqrt(w)
+    out[~tiny] = np.sqrt(w)
+    s[~big] = out
+    if np.any(big):
+        # s² − s0² + log(s²/s0²) = 2cτ: log s² = log(s0² + 2cτ) + log1p(−log(s²/s0²)/(s0² + 2cτ))
+        l0, l1 = log_s2[big], math.log(2.0) + log_ct[big]  # log s0², log 2cτ
+        la = np.logaddexp(l0, l1)
+        corr = la - l0  # log(s²/s0²) at the first estimate; at most ~1500
+        # s = s_ref · exp(½ log(s²/s_ref²)) with s_ref the larger of s0 and sqrt(2cτ): a small exponent,
+        # so no digits are lost to exp of a large logarithm
+        s0_ref = l0 >= l1
+        rel = np.log1p(np.exp(-np.abs(l1 - l0))) + np.log1p(-corr * np.exp(-la))
+        with np.errstate(over="ignore"):
+            ref = np.where(s0_ref, s0[big], math.sqrt(2.0) * np.sqrt(c[big]) * np.sqrt(tau[big]))
+            sb = ref * np.exp(0.5 * rel)
+        if not np.all(np.isfinite(sb)):
+            raise ValueError("lambert_scale: s(tau) exceeds the float64 range (s0 or c*tau too large)")
+        s[big] = sb
     return float(s) if s.ndim == 0 else s
 
 
@@ -254,8 +304,9 @@ def sqrt_scale(s0, c, tau):
     s0 = _broadcast_positive("s0", s0)
     c = _broadcast_positive("c", c, allow_zero=True)
     tau = _broadcast_positive("tau", tau, allow_zero=True)
-    s = np.sqrt(s0 * s0 + 2.0 * c * tau)
-    return float(s) if s.ndim == 0 else s
+    with np.errstate(over="ignore"):
+        s = np.hypot(s0, math.sqrt(2.0) * np.sqrt(c) * np.sqrt(tau))  # sqrt(s0² + 2cτ), no overflow of s0²
+    return finite_result("sqrt_scale", float(s) if s.ndim == 0 else s)
 
 
 def lambert_time(s, s0, c):
@@ -266,7 +317,11 @@ def lambert_time(s, s0, c):
     s = _broadcast_positive("s", s)
     s0 = _broadcast_positive("s0", s0)
     c = _broadcast_positive("c", c)
-    tau = (s * s - s0 * s0 + 2.0 * np.log(s / s0)) / (2.0 * c)
+    with np.errstate(over="ignore", invalid="ignore"):
+        tau = ((s - s0) * (s + s0) + 2.0 * np.log(s / s0)) / (2.0 * c)
+    if not np.all(np.isfinite(tau)):
+        raise ValueError("lambert_time: tau = (s² − s0² + 2 log(s/s0))/(2c) exceeds the float64 range "
+                         "(s or s0 too large, or c too small)")
     return float(tau) if np.ndim(tau) == 0 else tau
 
 
@@ -293,11 +348,12 @@ def drift_correction(lambdas, k: int, s, eta: float) -> np.ndarray:
     k = _undercomplete_k(k, lam.size)
     s = _scales(s, k)
     eta = check_positive("eta", eta)
+    _check_gap(lam, k)
     H, xi = _perp_lyapunov(lam, k, s, eta)
     hxh = H @ xi @ H
     excess = eta**2 * np.sum(hxh[..., 0, 0] - hxh[..., 1, 1], axis=1)
     lead = eta**2 * growth_rates(lam, k) / s
-    return excess / lead
+    return finite_result("drift_correction", excess / lead)
 
 
 def _perp_lyapunov(lam, k, s, eta):
@@ -308,14 +364,25 @@ def _perp_lyapunov(lam, k, s, eta):
     H[..., 0, 0] = lp / sa
     H[..., 0, 1] = H[..., 1, 0] = -lm
     H[..., 1, 1] = lm * sa
+    mu_max = np.linalg.eigvalsh(H).max()
+    if eta * mu_max >= 2.0:
+        raise ValueError(f"eta = {eta:.4g} is past the stability edge of the out-of-subspace modes: "
+                         f"eta * mu_max = {eta * mu_max:.4g} >= 2 (eta must be < {2.0 / mu_max:.4g})")
     A = np.eye(2) - eta * H
-    if np.max(np.abs(np.linalg.eigvals(A))) >= 1:
-        raise ValueError("eta is past the stability edge of the out-of-subspace modes (eta * mu >= 2)")
     kron = np.einsum("...ij,...kl->...ikjl", A, A).reshape(k, lm.size, 4, 4)
     rhs = np.zeros((k, lm.size, 4))
     rhs[..., 0] = eta**2 * (lp * lm / sa)
     xi = np.linalg.solve(np.eye(4) - kron, rhs[..., None])[..., 0].reshape(k, lm.size, 2, 2)
     return H, xi
+
+
+def _check_gap(lam, k):
+    """The out-of-subspace modes relax only if ``λ_k > λ_{k+1}`` (a gap at ``k``): at a tie the
+    Hessian block ``H_aj`` has a zero eigenvalue and the fluctuations have no stationary state."""
+    if not lam[k - 1] > lam[k] * (1.0 + 1e-12):
+        raise ValueError(f"lambdas must have a gap at k = {k} (lambda_k > lambda_(k+1), got "
+                         f"{lam[k - 1]:.6g} and {lam[k]:.6g}): with tied eigenvalues across the gap the "
+                         "out-of-subspace modes do not relax and the finite-eta correction is undefined")
 
 
 def off_manifold_fluctuations(lambdas, k: int, s, eta: float, batch_size: int):
@@ -329,8 +396,9 @@ def off_manifold_fluctuations(lambdas, k: int, s, eta: float, batch_size: int):
     s = _scales(s, k)
     eta = check_positive("eta", eta)
     b = check_int("batch_size", batch_size, minimum=1)
+    _check_gap(lam, k)
     _, xi = _perp_lyapunov(lam, k, s, eta)
-    return float(xi[..., 0, 0].sum() / b), float(xi[..., 1, 1].sum() / b)
+    return finite_result("off_manifold_fluctuations", (float(xi[..., 0, 0].sum() / b), float(xi[..., 1, 1].sum() / b)))
 
 
 def corrected_scale(lambdas, k: int, eta: float, taus, s0=1.0, *, rtol: float = 1e-9) -> np.ndarray:
@@ -344,11 +412,11 @@ def corrected_scale(lambdas, k: int, eta: float, taus, s0=1.0, *, rtol: float = 
     -------
     numpy.ndarray, shape (len(taus), k)
     """
-    from scipy.integrate import solve_ivp
-
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
     eta = check_positive("eta", eta)
+    rtol = check_tolerance("rtol", rtol)
+    _check_gap(lam, k)
     c = growth_rates(lam, k)
     s0 = _scales(s0, k)
     taus = check_array("taus", taus, ndim=1)
@@ -358,16 +426,18 @@ def corrected_scale(lambdas, k: int, eta: float, taus, s0=1.0, *, rtol: float = 
     def rhs(_t, s):
         return c / s * (1.0 + drift_correction(lam, k, s, eta)) / (1.0 + 1.0 / s**2)
 
-    sol = solve_ivp(rhs, (0.0, float(taus[-1])), s0, t_eval=taus, method="DOP853", rtol=rtol, atol=1e-12)
-    if not sol.success:  # pragma: no cover
-        raise RuntimeError(f"corrected_scale: integration failed: {sol.message}")
-    return sol.y.T
+    return solve_ivp_bounded(rhs, float(taus[-1]), s0, taus, method="DOP853", rtol=rtol, atol=1e-12,
+                             what="corrected_scale")
 
 
 def _scale_from_charge(q: np.ndarray) -> np.ndarray:
     """``S`` with ``S − S⁻¹ = Q`` (``S ≻ 0``): eigenvalues ``(q + sqrt(q² + 4))/2``."""
     e, v = np.linalg.eigh(q)
-    s = np.where(e >= 0, 0.5 * (e + np.sqrt(e * e + 4.0)), 2.0 / (np.sqrt(e * e + 4.0) - e))
+    r = np.hypot(e, 2.0)  # sqrt(e² + 4) without overflow at |e| > 1e154
+    s = np.empty_like(e)
+    pos = e >= 0
+    s[pos] = 0.5 * (e[pos] + r[pos])
+    s[~pos] = 2.0 / (r[~pos] - e[~pos])  # no cancellation for e < 0
     return (v * s) @ v.T
 
 
@@ -391,9 +461,9 @@ def scale_flow(S0, C, taus, *, rtol: float = 1e-10, atol: float = 1e-12) -> np.n
     -------
     numpy.ndarray, shape (n, k, k)
     """
-    from scipy.integrate import solve_ivp
-
     S0 = check_symmetric_positive_definite("S0", S0)
+    rtol = check_tolerance("rtol", rtol)
+    atol = check_tolerance("atol", atol)
     k = S0.shape[0]
     C = check_array("C", C, shape=(k, k))
     if np.abs(C - C.T).max() > 1e-10 * max(np.abs(C).max(), 1e-300):
@@ -413,10 +483,9 @@ def scale_flow(S0, C, taus, *, rtol: float = 1e-10, atol: float = 1e-12) -> np.n
         return (isq @ C @ isq).ravel()
 
     q0 = S0 - np.linalg.inv(S0)
-    sol = solve_ivp(rhs, (0.0, float(taus[-1])), q0.ravel(), t_eval=taus, method="DOP853", rtol=rtol, atol=atol)
-    if not sol.success:  # pragma: no cover - the flow is smooth and globally defined
-        raise RuntimeError(f"scale_flow: integration failed: {sol.message}")
-    return np.stack([_scale_from_charge(0.5 * (q.reshape(k, k) + q.reshape(k, k).T)) for q in sol.y.T])
+    ys = solve_ivp_bounded(rhs, float(taus[-1]), q0.ravel(), taus, method="DOP853", rtol=rtol, atol=atol,
+                           what="scale_flow")
+    return np.stack([_scale_from_charge(0.5 * (q.reshape(k, k) + q.reshape(k, k).T)) for q in ys])
 
 
 # --------------------------------------------------------------------------------------------
@@ -751,7 +820,7 @@ def pca_point(S, d: int):
     U : numpy.ndarray, shape (k, d)
         with ``WᵀW = S`` and ``UUᵀ = S⁻¹``.
     """
-    arr = np.asarray(S, dtype=float)
+    arr = check_array("S", S)
     if arr.ndim <= 1:
         s = check_positive_array("S", np.atleast_1d(arr), ndim=1)
         half, ihalf = np.diag(np.sqrt(s)), np.diag(1.0 / np.sqrt(s))
@@ -760,13 +829,13 @@ def pca_point(S, d: int):
         e, v = np.linalg.eigh(mat)
         half, ihalf = (v * np.sqrt(e)) @ v.T, (v / np.sqrt(e)) @ v.T
     k = half.shape[0]
-    d = check_int("d", d, minimum=2)
+    d = check_int("d", d, minimum=2, maximum=_MAX_DIM)
     _undercomplete_k(k, d)
     W = np.zeros((d, k))
     U = np.zeros((k, d))
     W[:k] = half
     U[:, :k] = ihalf
-    return W, U
+    return finite_result("pca_point", (W, U))
 
 
 def pca_hessian_eigenvalues(lambdas, k: int, s) -> np.ndarray:
@@ -801,7 +870,7 @@ def pca_hessian_eigenvalues(lambdas, k: int, s) -> np.ndarray:
     mu_plus = 0.5 * (tr + disc)
     det = lm[None, :] * (lp[:, None] - lm[None, :])
     mu_minus = det / mu_plus  # stable form of ½(t − disc)
-    return np.sort(np.concatenate([np.zeros(k * k), mu_par.ravel(), mu_plus.ravel(), mu_minus.ravel()]))
+    return finite_result("pca_hessian_eigenvalues", np.sort(np.concatenate([np.zeros(k * k), mu_par.ravel(), mu_plus.ravel(), mu_minus.ravel()])))
 
 
 def hessian_lambda_max(lambdas, k: int, s):
@@ -812,10 +881,10 @@ def hessian_lambda_max(lambdas, k: int, s):
     """
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
-    s = np.asarray(s, dtype=float)
+    s = check_array("s", s)
     if s.shape[-1:] != (k,) or not np.all(np.isfinite(s)) or np.any(s <= 0):
         raise ValueError(f"s must have a last axis of length k = {k} with entries in (0, inf)")
-    return np.max(lam[:k] * (s.max(axis=-1, keepdims=True) + 1.0 / s), axis=-1)
+    return finite_result("hessian_lambda_max", np.max(lam[:k] * (s.max(axis=-1, keepdims=True) + 1.0 / s), axis=-1))
 
 
 def hessian_trace(lambdas, k: int, s):
@@ -823,12 +892,12 @@ def hessian_trace(lambdas, k: int, s):
     lam = _spectrum(lambdas)
     d = lam.size
     k = _undercomplete_k(k, d)
-    s = np.asarray(s, dtype=float)
+    s = check_array("s", s)
     if s.ndim == 0:
         s = np.full(k, float(s)) if s > 0 else _scales(s, k)
     if s.shape[-1:] != (k,) or not np.all(np.isfinite(s)) or np.any(s <= 0):
         raise ValueError(f"s must have a last axis of length k = {k} with entries in (0, inf)")
-    return d * np.sum(lam[:k] / s, axis=-1) + lam.sum() * np.sum(s, axis=-1)
+    return finite_result("hessian_trace", d * np.sum(lam[:k] / s, axis=-1) + lam.sum() * np.sum(s, axis=-1))
 
 
 def trace_minimizing_scale(lambdas, k: int) -> float:
@@ -839,17 +908,17 @@ def trace_minimizing_scale(lambdas, k: int) -> float:
     """
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
-    return float(np.sqrt(lam[:k].mean() / lam.mean()))
+    return finite_result("trace_minimizing_scale", float(np.sqrt(lam[:k].mean() / lam.mean())))
 
 
 def overcomplete_point(d: int, k: int, s: float):
     """Overcomplete (``k > d``) exact-reconstruction point ``W = sqrt(s) Pᵀ``, ``U = P/sqrt(s)``, ``P = [I_d; 0]``."""
-    d = check_int("d", d, minimum=1)
-    k = check_int("k", k, minimum=d + 1)
+    d = check_int("d", d, minimum=1, maximum=_MAX_DIM)
+    k = check_int("k", k, minimum=d + 1, maximum=_MAX_DIM)
     s = check_positive("s", s)
     P = np.zeros((k, d))
     P[:d, :d] = np.eye(d)
-    return np.sqrt(s) * P.T, P / np.sqrt(s)
+    return finite_result("overcomplete_point", (np.sqrt(s) * P.T, P / np.sqrt(s)))
 
 
 def overcomplete_hessian_eigenvalues(lambdas, k: int, s: float) -> np.ndarray:
@@ -860,10 +929,10 @@ def overcomplete_hessian_eigenvalues(lambdas, k: int, s: float) -> np.ndarray:
     """
     lam = _spectrum(lambdas)
     d = lam.size
-    k = check_int("k", k, minimum=d + 1)
+    k = check_int("k", k, minimum=d + 1, maximum=_MAX_DIM)
     s = check_positive("s", s)
     nonzero = np.repeat((s + 1.0 / s) * lam, d)
-    return np.sort(np.concatenate([np.zeros(2 * k * d - d * d), nonzero]))
+    return finite_result("overcomplete_hessian_eigenvalues", np.sort(np.concatenate([np.zeros(2 * k * d - d * d), nonzero])))
 
 
 def autograd_hessian(lambdas, W, U) -> np.ndarray:
@@ -900,7 +969,7 @@ def autograd_hessian(lambdas, W, U) -> np.ndarray:
         h = jacrev(jacrev(loss))(theta).numpy()  # reverse-over-reverse: the Hessian of a scalar
     finally:
         torch.set_num_threads(threads)
-    return 0.5 * (h + h.T)
+    return finite_result("autograd_hessian", 0.5 * (h + h.T))
 
 
 def eos_ceiling(eta, lambda1: float, kappa: float = 2.0):
@@ -919,13 +988,19 @@ def eos_ceiling(eta, lambda1: float, kappa: float = 2.0):
     eta = _broadcast_positive("eta", eta)
     lambda1 = check_positive("lambda1", lambda1)
     kappa = check_positive("kappa", kappa)
-    kt = kappa / (eta * lambda1)
+    log_kt = math.log(kappa) - np.log(eta) - math.log(lambda1)  # no underflow of eta * lambda1
+    if np.any(log_kt >= math.log(np.finfo(float).max)):
+        raise ValueError(f"kappa/(eta*lambda1) exceeds the float64 range (eta = {np.min(eta):.3g}, "
+                         f"lambda1 = {lambda1:.3g}): the ceiling s* ~ kappa/(eta*lambda1) is not representable")
+    with np.errstate(over="ignore", divide="ignore"):
+        prod = eta * lambda1
+        kt = np.where(prod > 0, kappa / np.where(prod > 0, prod, 1.0), kappa / eta / lambda1)
     if np.any(kt < 2.0):
         raise ValueError(
             f"kappa_tilde = kappa/(eta*lambda1) must be >= 2 for a ceiling to exist, got "
             f"{np.min(kt):.4g} (eta too large: eta must be <= kappa/(2*lambda1) = {kappa / (2 * lambda1):.4g})"
         )
-    s = 0.5 * (kt + np.sqrt(kt * kt - 4.0))
+    s = 0.5 * kt * (1.0 + np.sqrt((1.0 - 2.0 / kt) * (1.0 + 2.0 / kt)))  # kt² would overflow
     return float(s) if np.ndim(s) == 0 else s
 
 
@@ -959,7 +1034,7 @@ def fit_kappa(etas, saturation, lambda1: float):
     kappa = float(np.sum(x * y) / np.sum(x * x))
     resid = y - kappa * x
     se = float(np.sqrt(np.sum(resid**2) / (x.size - 1) / np.sum(x * x)))
-    return kappa, se
+    return finite_result("fit_kappa", (kappa, se))
 
 
 # --------------------------------------------------------------------------------------------
@@ -976,7 +1051,7 @@ def modified_batch_sharpness(lambdas, k: int, s, batch_size: int):
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    s = np.asarray(s, dtype=float)
+    s = check_array("s", s)
     if s.ndim == 0:
         s = _scales(s, k)
     if s.shape[-1:] != (k,) or not np.all(np.isfinite(s)) or np.any(s <= 0):
@@ -984,7 +1059,7 @@ def modified_batch_sharpness(lambdas, k: int, s, batch_size: int):
     a1 = np.sum(lam[:k] / s, axis=-1)
     a2 = np.sum((lam[:k] / s) ** 2, axis=-1)
     out = (a1 + (batch_size + 1) * a2 / a1) / batch_size
-    return float(out) if np.ndim(out) == 0 else out
+    return finite_result("modified_batch_sharpness", float(out) if np.ndim(out) == 0 else out)
 
 
 @dataclass
@@ -1019,7 +1094,8 @@ def batch_sharpness_monte_carlo(lambdas, k: int, S, batch_size: int, n_batches: 
     d = lam.size
     k = _undercomplete_k(k, d)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    n_batches = check_int("n_batches", n_batches, minimum=2)
+    n_batches = check_int("n_batches", n_batches, minimum=2, maximum=MAX_DRAWS)
+    chunk = check_int("chunk", chunk, minimum=1, maximum=10**6)
     W, U = pca_point(S, d)
     if W.shape[1] != k:
         raise ValueError(f"S must describe k = {k} scales")
@@ -1044,6 +1120,7 @@ def batch_sharpness_monte_carlo(lambdas, k: int, S, batch_size: int, n_batches: 
     mbs = float(mn / md)
     cov = np.cov(num, den)
     var = (cov[0, 0] - 2.0 * mbs * cov[0, 1] + mbs * mbs * cov[1, 1]) / (md * md) / n_batches
+    finite_result("batch_sharpness_monte_carlo", (bs, bs_se, mbs, var))
     return BatchSharpness(bs, bs_se, mbs, float(np.sqrt(var)), n_batches)
 
 
@@ -1056,25 +1133,24 @@ def noether_charge(W, U) -> np.ndarray:
     Its diagonal entries are the per-neuron charges ``q_i = ‖w_i‖² − ‖u_i‖²`` (E.13) and its trace
     is the scalar charge ``q = ‖W‖_F² − ‖U‖_F²``.
     """
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
-    return np.swapaxes(W, -1, -2) @ W - U @ np.swapaxes(U, -1, -2)
+    W, U = _check_pair(W, U)
+    return finite_result("noether_charge", np.swapaxes(W, -1, -2) @ W - U @ np.swapaxes(U, -1, -2))
 
 
 def minibatch_gradients(W, U, sigma_hat):
     """Minibatch gradients ``∇_W L̂ = (WU − I)Σ̂Uᵀ``, ``∇_U L̂ = Wᵀ(WU − I)Σ̂`` (A.11–A.12)."""
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
+    W, U = _check_pair(W, U)
     M = W @ U - np.eye(W.shape[-2])
-    ms = M @ np.asarray(sigma_hat, dtype=float)
-    return ms @ np.swapaxes(U, -1, -2), np.swapaxes(W, -1, -2) @ ms
+    ms = M @ _check_sigma_hat(sigma_hat, W.shape[-2])
+    return finite_result("minibatch_gradients", (ms @ np.swapaxes(U, -1, -2), np.swapaxes(W, -1, -2) @ ms))
 
 
 def sgd_step(W, U, sigma_hat, eta: float):
     """One SGD step on the minibatch loss with covariance ``Σ̂`` (A.13–A.14)."""
     eta = check_positive("eta", eta)
+    W, U = _check_pair(W, U)
     gW, gU = minibatch_gradients(W, U, sigma_hat)
-    return np.asarray(W, dtype=float) - eta * gW, np.asarray(U, dtype=float) - eta * gU
+    return finite_result("sgd_step", (W - eta * gW, U - eta * gU))
 
 
 def charge_increment(W, U, sigma_hat, eta: float) -> np.ndarray:
@@ -1084,8 +1160,9 @@ def charge_increment(W, U, sigma_hat, eta: float) -> np.ndarray:
     ``∇_U L̂ = 0`` and the increment is positive semi-definite (A.26).
     """
     eta = check_positive("eta", eta)
+    W, U = _check_pair(W, U)
     gW, gU = minibatch_gradients(W, U, sigma_hat)
-    return eta**2 * (np.swapaxes(gW, -1, -2) @ gW - gU @ np.swapaxes(gU, -1, -2))
+    return finite_result("charge_increment", (eta * eta) * (np.swapaxes(gW, -1, -2) @ gW - gU @ np.swapaxes(gU, -1, -2)))
 
 
 def expected_charge_increment(W, U, lambdas, eta: float, batch_size: int) -> np.ndarray:
@@ -1103,9 +1180,8 @@ def expected_charge_increment(W, U, lambdas, eta: float, batch_size: int) -> np.
     lam = check_positive_array("lambdas", lambdas, ndim=1)
     eta = check_positive("eta", eta)
     b = check_int("batch_size", batch_size, minimum=1)
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
     d = lam.size
+    W, U = _check_pair(W, U, d=d)
     M = W @ U - np.eye(d)
     Mt = np.swapaxes(M, -1, -2)
     mtm = Mt @ M
@@ -1113,7 +1189,7 @@ def expected_charge_increment(W, U, lambdas, eta: float, batch_size: int) -> np.
     first = (1 + 1 / b) * (lam[:, None] * mtm * lam[None, :]) + tr_ * np.diag(lam) / b
     wm = np.swapaxes(W, -1, -2) @ M
     second = (1 + 1 / b) * np.diag(lam**2) + lam.sum() * np.diag(lam) / b
-    return eta**2 * (U @ first @ np.swapaxes(U, -1, -2) - wm @ second @ np.swapaxes(wm, -1, -2))
+    return finite_result("expected_charge_increment", (eta * eta) * (U @ first @ np.swapaxes(U, -1, -2) - wm @ second @ np.swapaxes(wm, -1, -2)))
 
 
 def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, init="pca",
@@ -1139,7 +1215,7 @@ def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, st
     k = _undercomplete_k(k, d)
     eta = check_positive("eta", eta)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    steps = check_int("steps", steps, minimum=1)
+    steps = check_int("steps", steps, minimum=1, maximum=MAX_DRAWS // (k * k))  # stores steps k×k increments
     rng = make_rng(seed)
     W, U = _make_init(init, lam, k, 0.01)(rng)
     sig = wishart_covariance(rng, np.sqrt(lam), batch_size, steps)
@@ -1150,9 +1226,17 @@ def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, st
     for t in range(steps):
         q0 = noether_charge(W, U)
         form[t] = charge_increment(W, U, sig[t], eta)
-        Wm, Um = pca_point(S[-1], d)  # the manifold point with the same scale matrix
+        try:
+            Wm, Um = pca_point(S[-1], d)  # the manifold point with the same scale matrix
+        except ValueError:
+            raise ValueError(f"charge_increments_along_sgd: at step {t} the scale matrix S = WᵀW is singular: SGD "
+                             f"at eta = {eta:g}, batch_size = {batch_size} has collapsed a mode (eta is past the "
+                             "stability edge)") from None
         man[t] = np.linalg.eigvalsh(charge_increment(Wm, Um, sig[t], eta)).min()
-        W, U = sgd_step(W, U, sig[t], eta)
+        with np.errstate(over="ignore", invalid="ignore"):
+            W, U = sgd_step(W, U, sig[t], eta)
+        check_divergence(np.array([max(np.abs(W).max(), np.abs(U).max())]), step=t + 1, limit=DIVERGENCE_LIMIT,
+                         params={"eta": eta, "batch_size": batch_size})
         meas[t] = noether_charge(W, U) - q0
         S.append(W.T @ W)
     ev = np.linalg.eigvalsh(meas)
@@ -1162,11 +1246,16 @@ def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, st
 
 def saturation_scale(result: "SGDResult", tau_from: float, tau_to: float | None = None, mode: int = 0) -> np.ndarray:
     """Time average of ``s_mode = (WᵀW)_mode,mode`` over ``τ ∈ [tau_from, tau_to]``, one value per seed."""
+    if not isinstance(result, SGDResult):
+        raise TypeError(f"result must be an SGDResult (from simulate_sgd), got {type(result).__name__}")
     tau_from = check_positive("tau_from", tau_from)
+    if tau_to is not None:
+        tau_to = check_positive("tau_to", tau_to, allow_inf=True)
+    mode = check_int("mode", mode, minimum=0, maximum=result.k - 1)
     sel = (result.tau >= tau_from) & (result.tau <= (np.inf if tau_to is None else tau_to))
     if sel.sum() < 2:
         raise ValueError("tau_from/tau_to must select at least two records")
-    return result.scales[:, sel, mode].mean(axis=1)
+    return finite_result("saturation_scale", result.scales[:, sel, mode].mean(axis=1))
 
 
 def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 1e-12):
@@ -1178,11 +1267,11 @@ def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 
     U : numpy.ndarray, shape (n, k, d)
         At the requested ``times`` (non-decreasing, ``≥ 0``).
     """
-    from scipy.integrate import solve_ivp
-
     lam = _spectrum(lambdas)
     d = lam.size
     W0, U0 = _check_decoder_encoder(W0, U0, d, names=("W0", "U0"))
+    rtol = check_tolerance("rtol", rtol)
+    atol = check_tolerance("atol", atol)
     k = W0.shape[1]
     times = check_array("times", times, ndim=1)
     if times.size == 0 or np.any(times < 0) or np.any(np.diff(times) < 0):
@@ -1195,11 +1284,8 @@ def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 
         ms = (w @ u - eye) * lam[None, :]
         return np.concatenate([-(ms @ u.T).ravel(), -(w.T @ ms).ravel()])
 
-    sol = solve_ivp(rhs, (0.0, float(times[-1])), np.concatenate([W0.ravel(), U0.ravel()]), t_eval=times,
-                    method="DOP853", rtol=rtol, atol=atol)
-    if not sol.success:  # pragma: no cover
-        raise RuntimeError(f"gradient_flow: integration failed: {sol.message}")
-    y = sol.y.T
+    y = solve_ivp_bounded(rhs, float(times[-1]), np.concatenate([W0.ravel(), U0.ravel()]), times,
+                          method="DOP853", rtol=rtol, atol=atol, what="gradient_flow")
     return y[:, : d * k].reshape(-1, d, k), y[:, d * k:].reshape(-1, k, d)
 
 
@@ -1210,9 +1296,10 @@ def sample_gradients(W, U, X, activation: str = "relu"):
     ``X`` has shape (d, B). Batched over leading axes.
     """
     activation = check_choice("activation", activation, ("linear", "relu"))
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
-    X = np.asarray(X, dtype=float)
+    W, U = _check_pair(W, U)
+    X = check_array("X", X)
+    if X.ndim < 2 or X.shape[-2] != W.shape[-2] or X.shape[-1] == 0:
+        raise ValueError(f"X must have shape (..., d, B) with d = {W.shape[-2]} and B >= 1, got {X.shape}")
     b = X.shape[-1]
     H = U @ X
     A = np.maximum(H, 0.0) if activation == "relu" else H
@@ -1220,7 +1307,7 @@ def sample_gradients(W, U, X, activation: str = "relu"):
     back = np.swapaxes(W, -1, -2) @ R
     if activation == "relu":
         back = back * (H > 0)
-    return R @ np.swapaxes(A, -1, -2) / b, back @ np.swapaxes(X, -1, -2) / b
+    return finite_result("sample_gradients", (R @ np.swapaxes(A, -1, -2) / b, back @ np.swapaxes(X, -1, -2) / b))
 
 
 def neuron_balance_autograd(W, U, x, activation: str = "relu") -> np.ndarray:
@@ -1232,14 +1319,18 @@ def neuron_balance_autograd(W, U, x, activation: str = "relu") -> np.ndarray:
     import torch
 
     activation = check_choice("activation", activation, ("linear", "relu"))
-    w = torch.tensor(np.asarray(W, dtype=float), requires_grad=True)
-    u = torch.tensor(np.asarray(U, dtype=float), requires_grad=True)
-    xt = torch.tensor(np.asarray(x, dtype=float))
+    W, U = _check_pair(W, U)
+    if W.ndim != 2 or U.ndim != 2:
+        raise ValueError(f"W and U must be single matrices (d, k) and (k, d) here, got {W.shape} and {U.shape}")
+    x = check_array("x", x, shape=(W.shape[0],))
+    w = torch.tensor(W, requires_grad=True)
+    u = torch.tensor(U, requires_grad=True)
+    xt = torch.tensor(x)
     h = u @ xt
     out = w @ (torch.relu(h) if activation == "relu" else h)
     loss = 0.5 * torch.sum((out - xt) ** 2)
     gw, gu = torch.autograd.grad(loss, (w, u))
-    return ((gw * w).sum(0) - (gu * u).sum(1)).detach().numpy()
+    return finite_result("neuron_balance_autograd", ((gw * w).sum(0) - (gu * u).sum(1)).detach().numpy())
 
 
 def residual_split(W, U, X, activation: str = "relu"):
@@ -1254,9 +1345,12 @@ def residual_split(W, U, X, activation: str = "relu"):
     columns of ``X`` (shape (d, n)).
     """
     activation = check_choice("activation", activation, ("linear", "relu"))
-    W = check_array("W", W, ndim=2)
-    U = check_array("U", U, ndim=2)
+    W, U = _check_pair(W, U)
+    if W.ndim != 2:
+        raise ValueError(f"W and U must be single matrices (d, k) and (k, d) here, got {W.shape}")
     X = check_array("X", X, ndim=2)
+    if X.shape[0] != W.shape[0] or X.shape[1] == 0:
+        raise ValueError(f"X must have shape ({W.shape[0]}, n) with n >= 1, got {X.shape}")
     H = U @ X
     R = W @ (np.maximum(H, 0.0) if activation == "relu" else H) - X
     if activation == "linear":
@@ -1264,7 +1358,7 @@ def residual_split(W, U, X, activation: str = "relu"):
     else:
         Wa = W[None, :, :] * (H.T > 0)[:, None, :]  # (n, d, k): columns of the active units
         par = (Wa @ (np.linalg.pinv(Wa) @ R.T[:, :, None]))[..., 0].T
-    return float(np.mean(np.sum(par**2, axis=0))), float(np.mean(np.sum((R - par) ** 2, axis=0)))
+    return finite_result("residual_split", (float(np.mean(np.sum(par**2, axis=0))), float(np.mean(np.sum((R - par) ** 2, axis=0)))))
 
 
 def _relu_second_moments(U, lam):
@@ -1288,16 +1382,15 @@ def population_loss(W, U, lambdas, activation: str = "linear"):
     """
     lam = check_positive_array("lambdas", lambdas, ndim=1)
     activation = check_choice("activation", activation, ("linear", "relu"))
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
     d = lam.size
+    W, U = _check_pair(W, U, d=d)
     if activation == "linear":
         M = W @ U - np.eye(d)
-        return 0.5 * np.sum(M * M * lam, axis=(-2, -1))
+        return finite_result("population_loss", 0.5 * np.sum(M * M * lam, axis=(-2, -1)))
     m2 = _relu_second_moments(U, lam)
     wtw = np.swapaxes(W, -1, -2) @ W
     cross = 0.5 * np.sum(np.diagonal(W @ U, axis1=-2, axis2=-1) * lam, axis=-1)
-    return 0.5 * (np.sum(m2 * wtw, axis=(-2, -1)) - 2.0 * cross + lam.sum())
+    return finite_result("population_loss", 0.5 * (np.sum(m2 * wtw, axis=(-2, -1)) - 2.0 * cross + lam.sum()))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1624,7 +1717,7 @@ def _check_common(lambdas, k, activation, sampler, dtype, seeds):
     if activation == "relu" and sampler == "wishart":
         raise ValueError("sampler='wishart' draws only the minibatch covariance, which suffices for the "
                          "linear model alone; activation='relu' needs sampler='samples'")
-    return lam, k, activation, sampler, _dtype(dtype), check_int("seeds", seeds, minimum=1)
+    return lam, k, activation, sampler, _dtype(dtype), check_int("seeds", seeds, minimum=1, maximum=10**6)
 
 
 def simulate_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, seeds: int = 1,
@@ -1693,7 +1786,7 @@ def simulate_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, se
     lam, k, activation, sampler, dt, seeds = _check_common(lambdas, k, activation, sampler, dtype, seeds)
     eta = check_positive("eta", eta)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    steps = check_int("steps", steps, minimum=1)
+    steps = check_int("steps", steps, minimum=1, maximum=MAX_STEPS)
     if record_at is None:
         grid = record_steps(steps, record_every)
     else:
@@ -1736,10 +1829,14 @@ def simulate_sgd_grid(lambdas, k: int, etas, batch_sizes, tau_max, *, n_records:
         raise ValueError("batch_sizes must have one entry per learning rate")
     bsz = np.array([check_int("batch_sizes", b, minimum=1) for b in bsz], dtype=np.int64)
     tau_max = np.broadcast_to(_broadcast_positive("tau_max", tau_max), etas.shape)
-    n_records = check_int("n_records", n_records, minimum=1)
+    n_records = check_int("n_records", n_records, minimum=1, maximum=10**7)
     rec = []
     for eta, b, tm in zip(etas, bsz, tau_max):
-        total = max(1, int(round(tm * b / eta**2)))
+        steps_f = tm * b / eta**2
+        if not steps_f <= MAX_STEPS:
+            raise ValueError(f"tau_max * B / eta² = {steps_f:.3g} SGD steps (eta = {eta:g}, B = {b}) exceeds "
+                             f"{MAX_STEPS}: shorten tau_max")
+        total = max(1, int(round(steps_f)))
         rec.append(np.unique(np.round(np.linspace(0, total, n_records + 1)).astype(np.int64)))
     return _run(lam, k, etas, bsz, rec, seeds=seeds, init=init, init_std=init_std, activation=activation,
                 sampler=sampler, dtype=dt, seed=seed, record_weights=record_weights)

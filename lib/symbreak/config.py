@@ -7,6 +7,7 @@ both modes; only the sizes change, so the quick run exercises exactly what the f
 
 from __future__ import annotations
 
+import math
 import os
 
 __all__ = ["QUICK_ENV_VAR", "quick_mode", "sized", "mode_name"]
@@ -63,8 +64,11 @@ def sized(full, quick):
     Raises
     ------
     ValueError
-        If both values are numbers and ``quick > full``.
+        If a value is a non-finite float, or both values are numbers and ``quick > full``.
     """
+    for name, value in (("full", full), ("quick", quick)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
     if isinstance(full, (int, float)) and isinstance(quick, (int, float)) and quick > full:
         raise ValueError(f"quick={quick!r} must not exceed full={full!r}")
     return quick if quick_mode() else full

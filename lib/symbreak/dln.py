@@ -55,7 +55,16 @@ import numpy as np
 from scipy import integrate, optimize, special
 
 from .engine import Configuration, DivergenceError, record_steps, run_ensemble
-from .validation import check_array, check_int, check_positive, check_positive_array
+from .validation import (
+    check_array,
+    check_choice,
+    check_int,
+    check_positive,
+    check_positive_array,
+    check_tolerance,
+    solve_ivp_bounded,
+)
+from .validation import MAX_STEPS, finite_result
 
 __all__ = [
     "entropy",
@@ -121,10 +130,30 @@ def _check_depth(N, *, allow_inf: bool = False, minimum: int = 1):
     if allow_inf and isinstance(N, (float, np.floating)) and math.isinf(N) and N > 0:
         return math.inf
     try:
-        return check_int("N", N, minimum=minimum)
-    except ValueError:
+        return check_int("N", N, minimum=minimum, maximum=_MAX_DEPTH)
+    except ValueError as exc:
         extra = " or numpy.inf" if allow_inf else ""
-        raise ValueError(f"N (the depth) must be an integer >= {minimum}{extra}, got {N!r}") from None
+        raise type(exc)(f"N (the depth) must be an integer in [{minimum}, 2**53]{extra}, got {N!r}") from None
+
+
+#: Largest finite depth accepted (every integer up to it is an exact float).
+_MAX_DEPTH = 2**53
+#: Above this depth, sums over the N layers are evaluated in closed form (geometric series).
+_LOOP_DEPTH = 64
+#: Largest depth for which A_operator / A_matrix / entropy_autograd sum the N terms literally.
+_LITERAL_DEPTH = 10_000
+
+
+def _log_geometric(delta_abs, N):
+    """``log Σ_{m=0}^{N−1} e^{−2|δ|m/N} = log[(1 − e^{−2|δ|}) / (1 − e^{−2|δ|/N})]`` (``log N`` at ``δ = 0``),
+    accurate for every ``N`` and ``δ`` (both ``expm1``): the work does not grow with ``N``."""
+    delta_abs = np.asarray(delta_abs, dtype=float)
+    x = -2.0 * delta_abs / N
+    pos = delta_abs > 0
+    safe = np.where(pos, delta_abs, 1.0)
+    with np.errstate(divide="ignore"):
+        val = np.log(-np.expm1(-2.0 * safe)) - np.log(-np.expm1(np.where(pos, x, -1.0)))
+    return np.where(pos, val, math.log(N))
 
 
 def _check_beta(beta, *, allow_inf: bool = False) -> float:
@@ -144,6 +173,20 @@ def _check_d(d, *, minimum: int = 2) -> int:
     except ValueError:
         raise ValueError(f"d must be an integer >= {minimum} (the formula needs pairs of singular values), "
                          f"got {d!r}") from None
+
+
+def _check_factors(Ws, name: str = "Ws") -> list:
+    """A non-empty list of finite real ``d×d`` matrices of one size (the factors ``[W_1, …, W_N]``)."""
+    if isinstance(Ws, np.ndarray) and Ws.ndim == 3:
+        Ws = list(Ws)
+    if not isinstance(Ws, (list, tuple)) or len(Ws) == 0:
+        raise ValueError(f"{name} must be a non-empty list of square matrices [W_1, ..., W_N]")
+    out = [check_array(f"{name}[{k}]", W, ndim=2) for k, W in enumerate(Ws)]
+    d = out[0].shape[0]
+    for k, W in enumerate(out):
+        if W.shape != (d, d) or d == 0:
+            raise ValueError(f"{name}[{k}] must be a {d}x{d} matrix like {name}[0], got shape {W.shape}")
+    return out
 
 
 def _kappa(N) -> float:
@@ -368,12 +411,15 @@ def entropy(sigma, N) -> float:
     ell = np.log(sigma)
     li, lj = ell[iu[0]], ell[iu[1]]
     lmax = np.maximum(li, lj)
+    if N > _LOOP_DEPTH:  # geometric series in closed form: no loop over the N layers
+        pair = 2.0 * (1.0 - 1.0 / N) * lmax + _log_geometric(np.abs(li - lj), N)
+        return float(0.5 * pair.sum())
     r2 = np.exp(-2.0 * np.abs(li - lj) / N)  # (λ_min/λ_max)², in (0, 1]
     acc = np.ones_like(r2)
     for _ in range(N - 1):
         acc = acc * r2 + 1.0
     pair = 2.0 * (N - 1) / N * lmax + np.log(acc)
-    return float(0.5 * pair.sum())
+    return finite_result("entropy", float(0.5 * pair.sum()))
 
 
 def naive_entropy(sigma, N) -> float:
@@ -401,7 +447,7 @@ def entropy_gradient(sigma, N) -> np.ndarray:
     """
     sigma = _check_sigma(sigma)
     N = _check_depth(N, allow_inf=True)
-    return _entropy_grad_batched(sigma, N)
+    return finite_result("entropy_gradient", _entropy_grad_batched(sigma, N))
 
 
 def entropy_hessian(sigma, N) -> np.ndarray:
@@ -416,7 +462,7 @@ def entropy_hessian(sigma, N) -> np.ndarray:
     sigma = _check_sigma(sigma)
     N = _check_depth(N, allow_inf=True)
     h = _entropy_hess_batched(sigma, N)
-    return 0.5 * (h + h.T)
+    return finite_result("entropy_hessian", 0.5 * (h + h.T))
 
 
 def pair_kernels(a, b, N):
@@ -433,7 +479,7 @@ def pair_kernels(a, b, N):
     delta = np.log(a) - np.log(b)
     p = -_G2(delta, N) / (2.0 * a * b)
     q = _G2_minus_h(delta, N) / (2.0 * a**2)
-    return p, q
+    return finite_result("pair_kernels", (p, q))
 
 
 def log_form_derivatives(delta, N):
@@ -446,7 +492,7 @@ def log_form_derivatives(delta, N):
     """
     delta = check_array("delta", delta)
     N = _check_depth(N, allow_inf=True)
-    return _G1(delta, N), _G2(delta, N)
+    return finite_result("log_form_derivatives", (_G1(delta, N), _G2(delta, N)))
 
 
 def riemannian_entropy_hessian(sigma, N) -> np.ndarray:
@@ -464,7 +510,7 @@ def riemannian_entropy_hessian(sigma, N) -> np.ndarray:
     h = entropy_hessian(sigma, N)
     g = _entropy_grad_batched(sigma, N)
     h[np.diag_indices_from(h)] += _kappa(N) * g / sigma
-    return h
+    return finite_result("riemannian_entropy_hessian", h)
 
 
 def entropy_autograd(sigma, N):
@@ -482,6 +528,9 @@ def entropy_autograd(sigma, N):
 
     sigma = _check_sigma(sigma, min_d=2)
     N = _check_depth(N)
+    if N > _LITERAL_DEPTH:
+        raise ValueError(f"N must be <= {_LITERAL_DEPTH} for entropy_autograd (it differentiates the N-term "
+                         f"polynomial literally), got {N}")
     d = sigma.size
     iu = torch.triu_indices(d, d, 1)
 
@@ -495,7 +544,7 @@ def entropy_autograd(sigma, N):
     val = fn(s)
     (grad,) = torch.autograd.grad(val, s)
     hess = torch.autograd.functional.hessian(fn, s.detach())
-    return float(val.detach()), grad.numpy().copy(), hess.numpy().copy()
+    return finite_result("entropy_autograd", (float(val.detach()), grad.numpy().copy(), hess.numpy().copy()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -698,6 +747,13 @@ def certify_concavity(N, *, max_intervals: int = 20_000, dps: int = 30) -> dict:
 # spectral energies
 # ---------------------------------------------------------------------------------------------
 
+def _check_energy_sigma(sigma) -> np.ndarray:
+    sigma = check_array("sigma", sigma)
+    if sigma.ndim < 1 or sigma.size == 0 or np.any(sigma < 0):
+        raise ValueError("sigma must be a non-empty array of singular values in [0, inf), shape (..., d)")
+    return sigma
+
+
 @dataclass(frozen=True)
 class SpectralEnergy:
     """A spectral energy ``E(σ) = g(Σ_i f(σ_i))`` (Section 1.2) with its first two derivatives.
@@ -716,18 +772,23 @@ class SpectralEnergy:
 
     def value(self, sigma):
         """``E(σ)`` for sigma of shape (..., d)."""
-        sigma = np.asarray(sigma, dtype=float)
-        return self.g(np.sum(self.f(sigma), axis=-1))
+        sigma = _check_energy_sigma(sigma)
+        return finite_result("SpectralEnergy.value", self.g(np.sum(self.f(sigma), axis=-1)))
 
     def gradient(self, sigma):
         """``∂E/∂σ_i = g'(Σf) f'(σ_i)``, shape (..., d)."""
-        sigma = np.asarray(sigma, dtype=float)
-        h = np.sum(self.f(sigma), axis=-1)
-        return np.asarray(self.dg(h))[..., None] * self.df(sigma)
+        return finite_result("SpectralEnergy.gradient", self._gradient(_check_energy_sigma(sigma)))
 
     def hessian(self, sigma):
         """``∂²E/∂σ_i∂σ_j = g''(Σf) f'(σ_i) f'(σ_j) + g'(Σf) f''(σ_i) δ_ij``, shape (..., d, d)."""
-        sigma = np.asarray(sigma, dtype=float)
+        return finite_result("SpectralEnergy.hessian", self._hessian(_check_energy_sigma(sigma)))
+
+    # unvalidated versions for the module's inner loops (the ODE right-hand sides)
+    def _gradient(self, sigma):
+        h = np.sum(self.f(sigma), axis=-1)
+        return np.asarray(self.dg(h))[..., None] * self.df(sigma)
+
+    def _hessian(self, sigma):
         h = np.sum(self.f(sigma), axis=-1)
         fp = self.df(sigma)
         out = np.asarray(self.d2g(h))[..., None, None] * fp[..., :, None] * fp[..., None, :]
@@ -778,7 +839,7 @@ def _resolve_energy(p, energy) -> SpectralEnergy:
 # ---------------------------------------------------------------------------------------------
 
 def _free_energy_grad(sigma, N, beta, energy):
-    grad = energy.gradient(sigma)
+    grad = energy._gradient(sigma)
     if not math.isinf(beta):
         grad = grad - _entropy_grad_batched(sigma, N) / beta
     return grad
@@ -808,7 +869,7 @@ def flow_vector_field(sigma, *, N, beta, p=None, energy=None) -> np.ndarray:
     N = _check_depth(N)
     beta = _check_beta(beta, allow_inf=True)
     energy = _resolve_energy(p, energy)
-    return -N * sigma ** (2.0 - 2.0 / N) * _free_energy_grad(sigma, N, beta, energy)
+    return finite_result("flow_vector_field", -N * sigma ** (2.0 - 2.0 / N) * _free_energy_grad(sigma, N, beta, energy))
 
 
 def flow_jacobian(sigma, *, N, beta, p=None, energy=None) -> np.ndarray:
@@ -818,13 +879,13 @@ def flow_jacobian(sigma, *, N, beta, p=None, energy=None) -> np.ndarray:
     beta = _check_beta(beta, allow_inf=True)
     energy = _resolve_energy(p, energy)
     gF = _free_energy_grad(sigma, N, beta, energy)
-    hF = energy.hessian(sigma)
+    hF = energy._hessian(sigma)
     if not math.isinf(beta):
         hF = hF - _entropy_hess_batched(sigma, N) / beta
     pref = N * sigma ** (2.0 - 2.0 / N)
     jac = -pref[:, None] * hF
     jac[np.diag_indices_from(jac)] -= N * (2.0 - 2.0 / N) * sigma ** (1.0 - 2.0 / N) * gF
-    return jac
+    return finite_result("flow_jacobian", jac)
 
 
 def _mu_rhs_and_jac(N, beta, energy):
@@ -836,15 +897,15 @@ def _mu_rhs_and_jac(N, beta, energy):
 
     def rhs(_t, mu):
         sigma = np.exp(N * mu)
-        out = -sigma ** (1.0 - 2.0 / N) * energy.gradient(sigma)
+        out = -sigma ** (1.0 - 2.0 / N) * energy._gradient(sigma)
         if entropic:
             out = out + sigma ** (-2.0 / N) * _entropy_log_grad(sigma, N) / beta
         return out
 
     def jac(_t, mu):
         sigma = np.exp(N * mu)
-        e1 = energy.gradient(sigma)
-        e2 = energy.hessian(sigma)
+        e1 = energy._gradient(sigma)
+        e2 = energy._hessian(sigma)
         a = sigma ** (1.0 - 2.0 / N)
         j = -(a[:, None] * e2) * (N * sigma)[None, :]
         j[np.diag_indices_from(j)] -= (N - 2.0) * a * e1
@@ -895,17 +956,32 @@ def singular_value_flow(sigma0, t_eval, *, N, beta, p=None, energy=None, method:
     N = _check_depth(N)
     beta = _check_beta(beta, allow_inf=True)
     energy = _resolve_energy(p, energy)
+    method = check_choice("method", method, ("LSODA", "Radau", "BDF", "RK45", "RK23", "DOP853"))
+    rtol = check_tolerance("rtol", rtol)  # checked before they reach LSODA, which keeps bad state
+    atol = check_tolerance("atol", atol)
     rhs, jac = _mu_rhs_and_jac(N, beta, energy)
     mu0 = np.log(sigma0) / N
     t_end = float(t_eval[-1])
     if t_end == 0.0:
         return np.tile(sigma0, (t_eval.size, 1))
-    kwargs = {"jac": jac} if method in ("LSODA", "Radau", "BDF") else {}
-    sol = integrate.solve_ivp(rhs, (0.0, t_end), mu0, method=method, t_eval=t_eval, rtol=rtol,
-                              atol=atol, **kwargs)
-    if not sol.success:
-        raise RuntimeError(f"singular_value_flow: integration failed ({sol.message})")
-    return np.exp(N * sol.y.T)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        f0, j0 = rhs(0.0, mu0), jac(0.0, mu0)
+    if not (np.all(np.isfinite(f0)) and np.all(np.isfinite(j0))):
+        raise ValueError("sigma0 is outside the range where the flow's vector field is representable in "
+                         f"float64 (it overflows at sigma0 = {sigma0!r})")
+    jnorm = float(np.abs(j0).sum(axis=1).max())
+    if t_end * jnorm <= 1e-6:
+        # a horizon far below the flow's time scale 1/‖J‖ (LSODA cannot step through t_end = 1e-200):
+        # second-order Taylor, error O((t‖J‖)² t‖f‖) below round-off of the displacement
+        mu = mu0[None, :] + t_eval[:, None] * f0[None, :] + 0.5 * t_eval[:, None] ** 2 * (j0 @ f0)[None, :]
+        return np.exp(N * mu)
+    with np.errstate(over="ignore", invalid="ignore"):
+        mu = solve_ivp_bounded(rhs, t_end, mu0, t_eval, method=method, rtol=rtol, atol=atol, jac=jac,
+                               what="singular_value_flow")
+    out = np.exp(N * mu)
+    if not np.all(np.isfinite(out)) or np.any(out <= 0):
+        raise ValueError("singular_value_flow: the singular values left the float64 range (sigma0 too extreme)")
+    return out
 
 
 def numerical_jacobian(fun, x, *, rel_step: float = 1e-3) -> np.ndarray:
@@ -914,8 +990,12 @@ def numerical_jacobian(fun, x, *, rel_step: float = 1e-3) -> np.ndarray:
     Each column combines central differences with steps ``h`` and ``h/2``
     (``(4 D(h/2) − D(h))/3``), error ``O(h⁴)``; ``h = rel_step · max(|x_j|, 1e-8)``.
     """
+    if not callable(fun):
+        raise TypeError(f"fun must be callable, got {fun!r}")
     x = check_array("x", x, ndim=1)
     rel_step = check_positive("rel_step", rel_step)
+    if rel_step >= 1:
+        raise ValueError(f"rel_step must lie in (0, 1), got {rel_step!r}")
     d = x.size
     cols = []
     for j in range(d):
@@ -927,7 +1007,7 @@ def numerical_jacobian(fun, x, *, rel_step: float = 1e-3) -> np.ndarray:
             return (np.asarray(fun(x + e)) - np.asarray(fun(x - e))) / (2.0 * step)
 
         cols.append((4.0 * central(h / 2.0) - central(h)) / 3.0)
-    return np.stack(cols, axis=1)
+    return finite_result("numerical_jacobian", np.stack(cols, axis=1))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -946,7 +1026,13 @@ def schatten_sigma_star(p, N, d, beta) -> float:
     N = _check_depth(N, allow_inf=True, minimum=2)
     d = _check_d(d)
     beta = _check_beta(beta)
-    return float(((d - 1) * _kappa(N) / (2.0 * beta)) ** (1.0 / p))
+    base = (d - 1) * _kappa(N) / (2.0 * beta)
+    if math.isfinite(base) and base > 0:
+        return float(base ** (1.0 / p))
+    log_s = (math.log((d - 1) * _kappa(N)) - math.log(2.0) - math.log(beta)) / p  # beta = 5e-324: no overflow
+    if log_s >= math.log(np.finfo(float).max):
+        raise ValueError(f"sigma_star = ((d-1)(1-1/N)/(2 beta))^(1/p) exceeds the float64 range (beta = {beta!r} too small)")
+    return float(math.exp(log_s))
 
 
 def sigma_star(energy: SpectralEnergy, N, d, beta) -> float:
@@ -976,7 +1062,7 @@ def sigma_star(energy: SpectralEnergy, N, d, beta) -> float:
         hi += 2.0
     if not (bal(lo) < 0 < bal(hi)):
         raise ValueError("the balance equation (1.12) has no sign change: check the energy's assumptions")
-    return float(math.exp(optimize.brentq(bal, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)))
+    return finite_result("sigma_star", float(math.exp(optimize.brentq(bal, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps))))
 
 
 def _rates_from(s, h1, h2, N, d, beta):
@@ -999,17 +1085,19 @@ def relaxation_rates(p, N, d, beta):
     d = _check_d(d)
     beta = _check_beta(beta)
     s = schatten_sigma_star(p, N, d, beta)
-    return _rates_from(s, (p - 1.0) * s ** (p - 2.0), 0.0, N, d, beta)
+    return finite_result("relaxation_rates", _rates_from(s, (p - 1.0) * s ** (p - 2.0), 0.0, N, d, beta))
 
 
 def relaxation_rates_general(energy: SpectralEnergy, N, d, beta):
     """``(ρ_1, ρ_⊥)`` of Theorem 1.3 for a general spectral energy (``h_1``, ``h_2`` from its Hessian)."""
     N = _check_depth(N, minimum=2)
     d = _check_d(d)
+    if d > 10**6:
+        raise ValueError(f"d must be <= 10**6 here (the Hessian is evaluated at d equal singular values), got {d}")
     beta = _check_beta(beta)
     s = sigma_star(energy, N, d, beta)
-    h = energy.hessian(np.full(d, s))
-    return _rates_from(s, float(h[0, 0]), float(h[0, 1]), N, d, beta)
+    h = energy._hessian(np.full(d, s))
+    return finite_result("relaxation_rates_general", _rates_from(s, float(h[0, 0]), float(h[0, 1]), N, d, beta))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1085,7 +1173,10 @@ def scale_time_function(s, *, p, N, d, beta):
     u = np.exp(nu * (np.log(s) - math.log(s_star)))
     out = np.full(u.shape, np.inf)
     ne = u != 1.0
-    out[ne] = s_star ** (2.0 - nu) / nu * _Phi(2.0 / nu, u[ne])
+    with np.errstate(over="ignore", invalid="ignore"):
+        out[ne] = s_star ** (2.0 - nu) / nu * _Phi(2.0 / nu, u[ne])
+    if np.any(np.isnan(out)) or np.any(np.isinf(out[ne])):
+        raise ValueError("scale_time_function: T(s) is not representable in float64 for these s (too far from s_star)")
     return out if out.ndim else float(out)
 
 
@@ -1304,15 +1395,27 @@ def A_operator(X, P, N) -> np.ndarray:
         raise ValueError(f"X must be square, got shape {X.shape}")
     P = check_array("P", P, shape=X.shape)
     N = _check_depth(N)
-    left = X @ X.T
-    right = X.T @ X
+    if N > _LITERAL_DEPTH:
+        raise ValueError(f"N must be <= {_LITERAL_DEPTH} for A_operator (it sums the N terms literally), got {N}; "
+                         "A_eigenvalues gives the operator's eigenvalues for any N")
+    with np.errstate(over="ignore", invalid="ignore"):
+        left = X @ X.T
+        right = X.T @ X
+    if not (np.all(np.isfinite(left)) and np.all(np.isfinite(right))):  # no eigh on non-finite input
+        raise ValueError("X is too large in scale: X Xᵀ overflows float64")
     return sum(_sym_power(left, (N - k) / N) @ P @ _sym_power(right, (k - 1) / N) for k in range(1, N + 1))
 
 
 def A_matrix(X, N) -> np.ndarray:
     """The ``d²×d²`` matrix of :func:`A_operator` on row-major ``vec(P)``."""
     X = check_array("X", X, ndim=2)
+    if X.shape[0] != X.shape[1] or X.shape[0] == 0:
+        raise ValueError(f"X must be a non-empty square matrix, got shape {X.shape}")
+    N = _check_depth(N)
     d = X.shape[0]
+    if N * d * d > 50 * _LITERAL_DEPTH:
+        raise ValueError(f"A_matrix applies the N-term sum to d² = {d * d} basis matrices: N * d² must be <= "
+                         f"{50 * _LITERAL_DEPTH}, got N = {N}, d = {d} (A_eigenvalues gives the eigenvalues for any N)")
     cols = []
     for k in range(d * d):
         e = np.zeros(d * d)
@@ -1327,16 +1430,27 @@ def A_eigenvalues(sigma, N) -> np.ndarray:
     (``a_kk = N σ_k^{2−2/N}``). Returns the ``d×d`` array ``a_kl`` (tie-safe polynomial form)."""
     sigma = _check_sigma(sigma)
     N = _check_depth(N)
-    lam2 = sigma ** (2.0 / N)
-    return sum(np.outer(lam2 ** (N - 1 - m), lam2**m) for m in range(N))
+    if N > _LOOP_DEPTH:  # a_kl = λ_max^{2(N−1)} Σ_m r^{2m} in closed form: no loop over the N layers
+        ell = np.log(sigma)
+        hi = np.maximum(ell[:, None], ell[None, :])
+        with np.errstate(over="ignore"):
+            out = np.exp(2.0 * (1.0 - 1.0 / N) * hi + _log_geometric(np.abs(ell[:, None] - ell[None, :]), N))
+    else:
+        lam2 = sigma ** (2.0 / N)
+        with np.errstate(over="ignore"):
+            out = sum(np.outer(lam2 ** (N - 1 - m), lam2**m) for m in range(N))
+    if not np.all(np.isfinite(out)):
+        raise ValueError("A_eigenvalues: a_kl ~ N sigma^(2-2/N) exceeds the float64 range (sigma too large)")
+    return out
 
 
 def end_to_end(Ws) -> np.ndarray:
     """``X = W_N ⋯ W_1`` for factors given in the order ``[W_1, …, W_N]``."""
-    X = np.asarray(Ws[0], dtype=float)
+    Ws = _check_factors(Ws)
+    X = Ws[0]
     for W in Ws[1:]:
-        X = np.asarray(W, dtype=float) @ X
-    return X
+        X = W @ X
+    return finite_result("end_to_end", X)
 
 
 def factor_metric_operator(Ws, P) -> np.ndarray:
@@ -1345,8 +1459,8 @@ def factor_metric_operator(Ws, P) -> np.ndarray:
     The end-to-end velocity produced by gradient flow on the factors is ``−DφDφ*(∇E(X))``; on the
     balanced manifold this operator equals ``A_{N,X}`` (the geometric origin of Lemma 2.1).
     """
-    Ws = [np.asarray(W, dtype=float) for W in Ws]
-    P = np.asarray(P, dtype=float)
+    Ws = _check_factors(Ws)
+    P = check_array("P", P, shape=Ws[0].shape)
     n = len(Ws)
     d = P.shape[0]
     out = np.zeros_like(P)
@@ -1354,7 +1468,7 @@ def factor_metric_operator(Ws, P) -> np.ndarray:
         left = end_to_end(Ws[k + 1:]) if k + 1 < n else np.eye(d)
         right = end_to_end(Ws[:k]) if k > 0 else np.eye(d)
         out += left @ left.T @ P @ right.T @ right
-    return out
+    return finite_result("factor_metric_operator", out)
 
 
 def _haar_orthogonal(rng, d):
@@ -1370,9 +1484,13 @@ def balanced_factors(X, N, rng=None) -> list:
     the balanced fibre over ``X`` is exactly this orbit of ``O_d^{N−1}``.
     """
     X = check_array("X", X, ndim=2)
-    if X.shape[0] != X.shape[1]:
-        raise ValueError(f"X must be square, got shape {X.shape}")
+    if X.shape[0] != X.shape[1] or X.shape[0] == 0:
+        raise ValueError(f"X must be a non-empty square matrix, got shape {X.shape}")
     N = _check_depth(N)
+    if N > _LITERAL_DEPTH:
+        raise ValueError(f"N must be <= {_LITERAL_DEPTH} for balanced_factors (it builds N matrices), got {N}")
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (symbreak.rng.make_rng) or None, got {rng!r}")
     d = X.shape[0]
     U, s, Vt = np.linalg.svd(X)
     root = np.diag(s ** (1.0 / N))
@@ -1388,10 +1506,10 @@ def balanced_factors(X, N, rng=None) -> list:
 
 def balance_defect(Ws) -> float:
     """``max_k ‖W_{k+1}ᵀW_{k+1} − W_kW_kᵀ‖_F`` (zero on the balanced manifold)."""
-    Ws = [np.asarray(W, dtype=float) for W in Ws]
+    Ws = _check_factors(Ws)
     if len(Ws) < 2:
         return 0.0
-    return float(max(np.linalg.norm(Ws[k + 1].T @ Ws[k + 1] - Ws[k] @ Ws[k].T) for k in range(len(Ws) - 1)))
+    return finite_result("balance_defect", float(max(np.linalg.norm(Ws[k + 1].T @ Ws[k + 1] - Ws[k] @ Ws[k].T) for k in range(len(Ws) - 1))))
 
 
 def spectral_gradient_matrix(X, *, N, beta, p=None, energy=None) -> np.ndarray:
@@ -1401,13 +1519,15 @@ def spectral_gradient_matrix(X, *, N, beta, p=None, energy=None) -> np.ndarray:
     by the symmetry of ``F_β``), which is why a tie-safe entropy gradient is needed here.
     """
     X = check_array("X", X, ndim=2)
+    if X.shape[0] != X.shape[1] or X.shape[0] == 0:
+        raise ValueError(f"X must be a non-empty square matrix, got shape {X.shape}")
     N = _check_depth(N)
     beta = _check_beta(beta, allow_inf=True)
     energy = _resolve_energy(p, energy)
     U, s, Vt = np.linalg.svd(X)
     if np.any(s <= 0):
         raise ValueError("X must be invertible (all singular values > 0)")
-    return (U * _free_energy_grad(s, N, beta, energy)[None, :]) @ Vt
+    return finite_result("spectral_gradient_matrix", (U * _free_energy_grad(s, N, beta, energy)[None, :]) @ Vt)
 
 
 class _FactorModel:
@@ -1589,13 +1709,13 @@ def train_factors(Ws, *, N, beta, step, steps, p=None, energy=None, record_every
         If the factors overflow (a weight above 1e12 or non-finite) or ``X`` becomes singular; the
         message names the step count and ``h``, ``N``, ``β``.
     """
-    Ws = [check_array(f"Ws[{k}]", W, ndim=2).copy() for k, W in enumerate(Ws)]
+    Ws = [W.copy() for W in _check_factors(Ws)]
     N = _check_depth(N)
     if len(Ws) != N:
         raise ValueError(f"Ws must hold N={N} factors, got {len(Ws)}")
     beta = _check_beta(beta, allow_inf=True)
     step = check_positive("step", step)
-    steps = check_int("steps", steps, minimum=0)
+    steps = check_int("steps", steps, minimum=0, maximum=MAX_STEPS)
     record_every = check_int("record_every", record_every, minimum=1)
     energy = _resolve_energy(p, energy)
     grid = record_steps(steps, record_every) if steps else np.zeros(1, dtype=np.int64)
@@ -1737,7 +1857,9 @@ def equilibrium_spectrum(sigma0, *, N, beta, p, interaction: str = "dln", tol: f
     N = _check_depth(N, minimum=2)
     beta = _check_beta(beta)
     p = _check_p(p)
-    if interaction not in ("dln", "ginibre"):
+    tol = check_positive("tol", tol)
+    max_iter = check_int("max_iter", max_iter, minimum=1, maximum=100_000)
+    if not isinstance(interaction, str) or interaction not in ("dln", "ginibre"):
         raise ValueError(f"interaction must be 'dln' or 'ginibre', got {interaction!r}")
     if interaction == "ginibre":
         sigma = np.sort(sigma)[::-1]
@@ -1785,7 +1907,10 @@ def equilibrium_spectrum(sigma0, *, N, beta, p, interaction: str = "dln", tol: f
         sigma, f, g, h = trial, ft, gt, ht
         if np.max(np.abs(g * sigma)) < tol:
             break
-    return sigma, {"iterations": it, "gradient_norm": float(np.max(np.abs(g * sigma)))}
+    with np.errstate(over="ignore", invalid="ignore"):
+        gnorm = float(np.max(np.abs(g * sigma)))
+    finite_result("equilibrium_spectrum", (sigma, gnorm))
+    return sigma, {"iterations": it, "gradient_norm": gnorm}
 
 
 def quarter_circle_density(x, beta0):
@@ -1796,6 +1921,6 @@ def quarter_circle_density(x, beta0):
     ``ρ_x(x) = (β0/π)√((2/β0 − x)/x)``.)
     """
     beta0 = check_positive("beta0", beta0)
-    x = np.asarray(x, dtype=float)
+    x = check_array("x", x)
     a = 2.0 / beta0
-    return np.where((x >= 0) & (x <= math.sqrt(a)), 2.0 * beta0 / math.pi * np.sqrt(np.clip(a - x**2, 0, None)), 0.0)
+    return finite_result("quarter_circle_density", np.where((x >= 0) & (x <= math.sqrt(a)), 2.0 * beta0 / math.pi * np.sqrt(np.clip(a - x**2, 0, None)), 0.0))

@@ -46,7 +46,7 @@ import numpy as np
 
 from .progress import ProgressCounter
 from .rng import _seed_sequence, spawn_rngs
-from .validation import check_array, check_int
+from .validation import MAX_DRAWS, MAX_STEPS, check_array, check_int, check_positive, finite_result
 
 __all__ = [
     "covariance_factor",
@@ -130,8 +130,10 @@ def wishart_covariance(rng: np.random.Generator, factor, batch_size: int, size: 
     """
     factor = check_array("factor", factor)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    size = check_int("size", size, minimum=1)
+    size = check_int("size", size, minimum=1, maximum=MAX_DRAWS)
     d = factor.shape[0]
+    if size * d * d > 10 * MAX_DRAWS:
+        raise ValueError(f"size * d² = {size * d * d} matrix entries exceeds {10 * MAX_DRAWS}: draw in chunks")
     if batch_size < d:
         return sample_covariance(rng, factor, batch_size, size, dtype=dtype)
     a = np.zeros((size, d, d), dtype=dtype)
@@ -141,7 +143,9 @@ def wishart_covariance(rng: np.random.Generator, factor, batch_size: int, size: 
     a[:, diag, diag] = np.sqrt(rng.chisquare(batch_size - diag, size=(size, d))).astype(dtype, copy=False)
     m = a @ a.transpose(0, 2, 1)
     m *= 1.0 / batch_size
-    return _apply_factor(factor.astype(dtype, copy=False), m)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = _apply_factor(factor.astype(dtype, copy=False), m)
+    return finite_result("wishart_covariance", out)
 
 
 def sample_covariance(rng: np.random.Generator, factor, batch_size: int, size: int, *,
@@ -153,18 +157,25 @@ def sample_covariance(rng: np.random.Generator, factor, batch_size: int, size: i
     """
     factor = check_array("factor", factor)
     batch_size = check_int("batch_size", batch_size, minimum=1)
-    size = check_int("size", size, minimum=1)
+    size = check_int("size", size, minimum=1, maximum=MAX_DRAWS)
     d = factor.shape[0]
+    if size * d * batch_size > 10 * MAX_DRAWS:
+        raise ValueError(f"size * d * batch_size = {size * d * batch_size} data entries exceeds {10 * MAX_DRAWS}: "
+                         "draw in chunks")
     z = rng.standard_normal((size, d, batch_size), dtype=dtype)
     x = factor[:, None] * z if factor.ndim == 1 else np.einsum("ij,njb->nib", factor.astype(dtype), z)
-    cov = x @ x.transpose(0, 2, 1) / batch_size
+    with np.errstate(over="ignore", invalid="ignore"):
+        cov = x @ x.transpose(0, 2, 1) / batch_size
+    finite_result("sample_covariance", cov)
     return (cov, x) if return_samples else cov
 
 
 def record_steps(steps: int, record_every: int) -> np.ndarray:
     """Steps at which an ensemble is recorded: ``0, r, 2r, ...`` and always the last step."""
-    steps = check_int("steps", steps, minimum=0)
+    steps = check_int("steps", steps, minimum=0, maximum=MAX_STEPS)
     record_every = check_int("record_every", record_every, minimum=1)
+    if steps // record_every > MAX_DRAWS:
+        raise ValueError(f"steps / record_every = {steps // record_every} records exceeds {MAX_DRAWS}")
     grid = np.arange(0, steps + 1, record_every)
     if grid[-1] != steps:
         grid = np.append(grid, steps)
@@ -212,7 +223,9 @@ def check_divergence(magnitude, *, step: int, limit: float, params=None, method:
     method : str
         Name of the algorithm in the report (``"SGD"``, ``"gradient descent"``, ...).
     """
-    mag = np.asarray(magnitude, dtype=float).reshape(-1)
+    limit = check_positive("limit", limit, allow_inf=True)
+    step = check_int("step", step)
+    mag = check_array("magnitude", magnitude, finite=False).reshape(-1)
     bad = ~np.isfinite(mag) | (mag > limit)
     if np.any(bad):
         r = int(np.flatnonzero(bad)[0])
@@ -241,7 +254,9 @@ def run_chunks(fn, n_items: int, *, n_chunks: int = 2, seed=None):
     the same way and is re-raised.
     """
     n_items = check_int("n_items", n_items, minimum=1)
-    n_chunks = min(check_int("n_chunks", n_chunks, minimum=1), n_items)
+    n_chunks = min(check_int("n_chunks", n_chunks, minimum=1, maximum=10_000), n_items)
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
     bounds = np.linspace(0, n_items, n_chunks + 1).round().astype(int)
     slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
     rngs = spawn_rngs(seed, n_chunks)
@@ -363,13 +378,18 @@ class WishartBlockSampler:
         self.dtype = np.dtype(dtype)
         if self.dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
             raise ValueError(f"dtype must be float64 or float32, got {self.dtype}")
-        self.max_steps = check_int("max_steps", max_steps, minimum=1)
+        self.max_steps = check_int("max_steps", max_steps, minimum=1, maximum=MAX_DRAWS)
         b = np.asarray(batch_sizes)
         if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer) or np.any(b < 1):
             raise ValueError(f"batch_sizes must be a non-empty 1-D array of integers >= 1, got {batch_sizes!r}")
+        if self.max_steps * b.size * self.d * self.d > 10 * MAX_DRAWS:
+            raise ValueError(f"max_steps * replicas * d² = {self.max_steps * b.size * self.d ** 2} buffer entries "
+                             f"exceeds {10 * MAX_DRAWS}")
         c = np.ones(b.size) if scale is None else check_array("scale", scale, ndim=1)
         if c.shape != b.shape or np.any(c <= 0):
             raise ValueError("scale must have one entry > 0 per replica")
+        if self.factor.size and np.abs(self.factor).max() ** 2 * c.max() * max(self.d, 1) > 1e300:
+            raise ValueError("factor (squared) times scale is too large for float64 draws (above 1e300)")
         self._set(b.astype(np.int64), c.astype(float))
 
     @property
@@ -419,7 +439,9 @@ class WishartBlockSampler:
 
     def keep(self, mask) -> None:
         """Keep only the replicas where ``mask`` is true (for ensembles whose replicas finish early)."""
-        mask = np.asarray(mask, dtype=bool)
+        mask = np.asarray(mask)
+        if mask.dtype != bool:
+            raise TypeError(f"mask must be a boolean array, got dtype {mask.dtype}")
         if mask.shape != self.batch_sizes.shape or not mask.any():
             raise ValueError("mask must be a boolean array with one entry per replica, not all false")
         self._set(self.batch_sizes[mask], self.scale[mask])

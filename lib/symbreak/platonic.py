@@ -74,6 +74,7 @@ from .validation import (
     check_square,
     check_symmetric_positive_definite,
 )
+from .validation import MAX_DRAWS, MAX_STEPS, finite_result
 
 __all__ = [
     "platonic_kernel",
@@ -151,18 +152,41 @@ def sqrtm_psd(a) -> np.ndarray:
 
     Eigenvalues within round-off of zero (below ``10 n ε_mach`` times the largest) are set to
     zero, so that the root of a rank-deficient matrix keeps its rank (the square root would
-    otherwise turn round-off of size 1e-17 into spurious eigenvalues of size 1e-9).
+    otherwise turn round-off of size 1e-17 into spurious eigenvalues of size 1e-9). Accepts a
+    stack of matrices (shape ``(..., n, n)``).
+
+    Raises
+    ------
+    ValueError
+        If ``a`` is not a finite real square (stack of) matrix, is not symmetric, or has an
+        eigenvalue below ``−10 n ε_mach`` times the largest (indefinite: no real root exists).
     """
-    a = _sym(np.asarray(a, dtype=float))
-    w, v = np.linalg.eigh(a)
+    a = check_array("a", a)
+    if a.ndim < 2 or a.shape[-1] != a.shape[-2] or a.shape[-1] == 0:
+        raise ValueError(f"a must be a square matrix (or a stack of them), got shape {a.shape}")
+    scale = np.abs(a).max(axis=(-2, -1), keepdims=True)
+    scale = np.where(scale > 0, scale, 1.0)
+    unit = a / scale  # eigenvalues of a matrix with entries in [-1, 1]: no overflow or underflow
+    if np.abs(unit - _t(unit)).max() > 1e-10:
+        raise ValueError("a must be symmetric")
+    w, v = np.linalg.eigh(_sym(unit))
     floor = 10 * a.shape[-1] * np.finfo(float).eps * np.abs(w).max(axis=-1, keepdims=True)
+    if np.any(w < -floor):
+        raise ValueError(f"a must be positive semi-definite (it has an eigenvalue {w.min():.3g} times its "
+                         "largest entry, below round-off): an indefinite matrix has no real square root")
     w = np.where(w > floor, w, 0.0)
-    return _sym((v * np.sqrt(w)[..., None, :]) @ _t(v))
+    return finite_result("sqrtm_psd", _sym((v * np.sqrt(w)[..., None, :]) @ _t(v)) * np.sqrt(scale))
+
+
+def _check_generator(rng) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (symbreak.rng.make_rng), got {type(rng).__name__}")
 
 
 def random_orthogonal(rng: np.random.Generator, n: int) -> np.ndarray:
     """A Haar-distributed orthogonal ``n×n`` matrix (QR of a Gaussian matrix, signs fixed)."""
-    n = check_int("n", n, minimum=1)
+    _check_generator(rng)
+    n = check_int("n", n, minimum=1, maximum=10_000)
     q, r = np.linalg.qr(rng.standard_normal((n, n)))
     return q * np.sign(np.diag(r))[None, :]
 
@@ -172,7 +196,8 @@ def random_invertible(rng: np.random.Generator, n: int, cond: float = 3.0) -> np
     singular values ``s`` log-uniform in ``[cond^{-1/2}, cond^{1/2}]`` with both ends attained,
     so its condition number is exactly ``cond`` (for ``n ≥ 2``) and its determinant is of order 1.
     """
-    n = check_int("n", n, minimum=1)
+    _check_generator(rng)
+    n = check_int("n", n, minimum=1, maximum=10_000)
     cond = check_positive("cond", cond)
     if cond < 1:
         raise ValueError(f"cond must lie in [1, inf), got {cond!r}")
@@ -186,7 +211,8 @@ def random_invertible(rng: np.random.Generator, n: int, cond: float = 3.0) -> np
 def random_spd(rng: np.random.Generator, n: int, cond: float = 3.0, scale: float = 1.0) -> np.ndarray:
     """A random symmetric positive-definite ``n×n`` matrix ``scale · O diag(λ) Oᵀ`` with
     eigenvalues log-uniform in ``[cond^{-1/2}, cond^{1/2}]`` (both ends attained)."""
-    n = check_int("n", n, minimum=1)
+    _check_generator(rng)
+    n = check_int("n", n, minimum=1, maximum=10_000)
     cond = check_positive("cond", cond)
     scale = check_positive("scale", scale)
     if cond < 1:
@@ -246,7 +272,7 @@ def platonic_kernel(V, sigma_x, sigma_eps) -> np.ndarray:
     sx_ihalf = (o / np.sqrt(w)) @ o.T
     core = sqrtm_psd(sx_half @ V.T @ se @ V @ sx_half)
     k = _sym(sx_ihalf @ core @ sx_ihalf)
-    return k / np.linalg.norm(k)
+    return finite_result("platonic_kernel", k / np.linalg.norm(k))
 
 
 def kernel_alignment(K1, K2, *, metric=None):
@@ -284,29 +310,36 @@ def kernel_alignment(K1, K2, *, metric=None):
             raise ValueError(f"{name} must be a square matrix (or a stack of them), got shape {k.shape}")
     if K1.shape[-1] != K2.shape[-1]:
         raise ValueError(f"K1 and K2 must have the same size, got {K1.shape[-1]} and {K2.shape[-1]}")
+    # the alignment is scale-invariant: scale each kernel to unit largest entry first, so that
+    # ‖K‖_F neither overflows (K = 1e160 I) nor underflows (K = 1e-170 I)
+    m1 = np.abs(K1).max(axis=(-2, -1), keepdims=True)
+    m2 = np.abs(K2).max(axis=(-2, -1), keepdims=True)
+    if np.any(m1 == 0):
+        raise ValueError("K1 must not be zero")
+    if np.any(m2 == 0):
+        raise ValueError("K2 must not be zero")
+    K1, K2 = K1 / m1, K2 / m2
     if metric is not None:
         s = check_symmetric_positive_definite("metric", metric, size=K1.shape[-1])
-        r = sqrtm_psd(s)
+        r = sqrtm_psd(s / np.abs(s).max())  # the metric's scale cancels too
         K1, K2 = r @ K1 @ r, r @ K2 @ r
     n1 = np.sqrt(np.einsum("...ij,...ij->...", K1, K1))
     n2 = np.sqrt(np.einsum("...ij,...ij->...", K2, K2))
-    if np.any(n1 == 0):
-        raise ValueError("K1 must not be zero")
-    if np.any(n2 == 0):
-        raise ValueError("K2 must not be zero")
     out = np.einsum("...ij,...ij->...", K1, K2) / (n1 * n2)
-    return float(out) if np.ndim(out) == 0 else out
+    return finite_result("kernel_alignment", float(out) if np.ndim(out) == 0 else out)
 
 
 def alignment_matrix(kernels, *, metric=None) -> np.ndarray:
     """Pairwise :func:`kernel_alignment` of a list of ``n×n`` kernels: a symmetric matrix with ones
     on the diagonal (the heatmap of Theorem 1)."""
+    if isinstance(kernels, (str, bytes)) or not hasattr(kernels, "__len__") or len(kernels) == 0:
+        raise ValueError("kernels must be a non-empty sequence of n x n matrices")
     ks = [check_array(f"kernels[{i}]", k, ndim=2) for i, k in enumerate(kernels)]
     out = np.ones((len(ks), len(ks)))
     for i in range(len(ks)):
         for j in range(i + 1, len(ks)):
             out[i, j] = out[j, i] = kernel_alignment(ks[i], ks[j], metric=metric)
-    return out
+    return finite_result("alignment_matrix", out)
 
 
 def joint_alignment(*kernel_stacks, reference=None, metric=None) -> np.ndarray:
@@ -336,7 +369,7 @@ def joint_alignment(*kernel_stacks, reference=None, metric=None) -> np.ndarray:
         ref = check_array("reference", reference, ndim=2, shape=ks.shape[-2:])
         ks = np.concatenate([ks, np.broadcast_to(ref, (ks.shape[0], 1) + ref.shape)], axis=1)
     out = kernel_alignment(ks[:, :, None], ks[:, None, :], metric=metric)
-    return out[0] if squeeze else out
+    return finite_result("joint_alignment", out[0] if squeeze else out)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -354,6 +387,16 @@ def _check_psd(name: str, value, size: int) -> np.ndarray:
     if np.linalg.eigvalsh(arr)[0] < -1e-10 * scale:
         raise ValueError(f"{name} must be positive semi-definite (all eigenvalues >= 0)")
     return arr
+
+
+def _check_net(net) -> None:
+    if not isinstance(net, EDLN):
+        raise TypeError(f"net must be an EDLN (see random_edln), got {type(net).__name__}")
+
+
+def _check_task(task) -> None:
+    if not isinstance(task, Task):
+        raise TypeError(f"task must be a Task (see random_task), got {type(task).__name__}")
 
 
 @dataclass(frozen=True)
@@ -609,9 +652,10 @@ def init_weights(net: EDLN, seed=None, *, replicas: int | None = None, scale: fl
 
     Returns a list of ``(d_out, d_in)`` arrays, or of ``(replicas, d_out, d_in)`` stacks.
     """
+    _check_net(net)
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
     scale = check_positive("scale", scale)
-    r = 1 if replicas is None else check_int("replicas", replicas, minimum=1)
+    r = 1 if replicas is None else check_int("replicas", replicas, minimum=1, maximum=10**6)
     ws = [rng.standard_normal((r, o, i)) * scale / np.sqrt(i) for (o, i) in net.shapes]
     return [w[0] for w in ws] if replicas is None else ws
 
@@ -621,6 +665,7 @@ def random_global_minimum(net: EDLN, task: Task, seed=None) -> list:
     ``M^O W_D ⋯ W_1 M^I Z = V*`` (the minimum-norm solution; needs ``d_{D-1} ≥ n``, which makes
     ``W_{D-1} ⋯ W_1`` of full column rank almost surely). Not Platonic in general.
     """
+    _check_net(net)
     net.check_task(task)
     if min(net.widths) < net.n:
         raise ValueError(f"widths must all be >= n = {net.n} for random_global_minimum, got {net.widths}")
@@ -654,6 +699,7 @@ def minimal_entropy(net: EDLN, task: Task) -> float:
     the nuclear norm. At the minimiser all ``D`` layer terms ``E‖∇_{W_i}ℓ‖²`` are equal.
     Needs ``Σε`` positive definite and every width ``≥ rank V*``.
     """
+    _check_net(net)
     net.check_task(task)
     _check_platonic_case(net, task)
     core, _, _ = _nuclear_core(task)
@@ -684,6 +730,7 @@ def platonic_minimum(net: EDLN, task: Task, seed=None) -> list:
     ``O_k`` have ``r`` columns and ``R⋆^{1/2}`` is replaced by ``Λ^{1/2}Qᵀ`` (``R⋆ = QΛQᵀ`` on its
     range). Needs every width ``≥ rank V*`` and ``Σε`` positive definite.
     """
+    _check_net(net)
     net.check_task(task)
     _check_platonic_case(net, task)
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
@@ -725,6 +772,7 @@ def min_norm_minimum(net: EDLN, task: Task, seed=None) -> list:
     factorisations of ``X``. Its hidden kernels are ``(M^IZ)ᵀ Q Λ^{2(k-1)/D} Qᵀ (M^IZ)`` for
     ``h^k``: layer-dependent, and dependent on ``M^I``, ``Z`` and ``M^O``.
     """
+    _check_net(net)
     net.check_task(task)
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
     x = np.linalg.solve(net.m_out, task.v_star) @ np.linalg.inv(net.input_map)
@@ -749,12 +797,12 @@ def symmetry_transform(weights, layer: int, T) -> list:
         raise ValueError("weights must be a list of at least 2 matrices")
     k = check_int("layer", layer, minimum=1, maximum=len(weights) - 1)
     T = check_invertible("T", T)
-    w = [np.array(a, dtype=float) for a in weights]
+    w = [check_array(f"weights[{i}]", a).copy() for i, a in enumerate(weights)]
     if T.shape[0] != w[k - 1].shape[-2]:
         raise ValueError(f"T must be {w[k - 1].shape[-2]}x{w[k - 1].shape[-2]} (width of hidden layer {layer}), got {T.shape}")
     w[k] = w[k] @ T
     w[k - 1] = np.linalg.solve(T, w[k - 1])
-    return w
+    return finite_result("symmetry_transform", w)
 
 
 def minimize_entropy_on_orbit(net: EDLN, task: Task, weights, *, layers=None, gtol: float = 1e-10,
@@ -774,6 +822,7 @@ def minimize_entropy_on_orbit(net: EDLN, task: Task, weights, *, layers=None, gt
     (list, scipy.optimize.OptimizeResult)
         The minimising weights and the optimiser's report of the last run (``nit`` summed).
     """
+    _check_net(net)
     import scipy.optimize
 
     net.check_task(task)
@@ -783,8 +832,8 @@ def minimize_entropy_on_orbit(net: EDLN, task: Task, weights, *, layers=None, gt
     layers = list(range(1, net.depth)) if layers is None else [
         check_int("layers", k, minimum=1, maximum=net.depth - 1) for k in layers]
     gtol = check_positive("gtol", gtol)
-    maxiter = check_int("maxiter", maxiter, minimum=1)
-    restarts = check_int("restarts", restarts, minimum=0)
+    maxiter = check_int("maxiter", maxiter, minimum=1, maximum=10**6)
+    restarts = check_int("restarts", restarts, minimum=0, maximum=100)
     sizes = [net.widths[k - 1] for k in layers]
     offs = np.concatenate([[0], np.cumsum([d * d for d in sizes])])
     x0 = np.concatenate([np.eye(d).ravel() for d in sizes])
@@ -835,9 +884,10 @@ def _forward(net: EDLN, ws):
 
 def end_to_end(net: EDLN, weights) -> np.ndarray:
     """The latent end-to-end map ``U = M^O W_D ⋯ W_1 M^I Z`` (m×n; stacked if the weights are)."""
+    _check_net(net)
     ws, sq = _stack(net, weights)
     p, _ = _forward(net, ws)
-    return _unstack(net.m_out @ p[-1], sq)
+    return finite_result("end_to_end", _unstack(net.m_out @ p[-1], sq))
 
 
 def hidden_kernels(net: EDLN, weights, *, normalize: bool = False) -> np.ndarray:
@@ -846,12 +896,13 @@ def hidden_kernels(net: EDLN, weights, *, normalize: bool = False) -> np.ndarray
     Returns an array of shape ``(D-1, n, n)`` (or ``(R, D-1, n, n)`` for stacked weights); with
     ``normalize=True`` each kernel is scaled to unit Frobenius norm.
     """
+    _check_net(net)
     ws, sq = _stack(net, weights)
     p, _ = _forward(net, ws)
     ks = np.stack([_t(p[k]) @ p[k] for k in range(1, net.depth)], axis=1)
     if normalize:
         ks = ks / np.linalg.norm(ks, axis=(-2, -1), keepdims=True)
-    return _unstack(ks, sq)
+    return finite_result("hidden_kernels", _unstack(ks, sq))
 
 
 def _residual_parts(net, task, ws):
@@ -863,11 +914,12 @@ def _residual_parts(net, task, ws):
 
 def population_loss(net: EDLN, task: Task, weights):
     """``L = E‖f(x) − y‖² = tr(A Σx Aᵀ) + tr Σε`` with ``A = U − V*`` (Eq. 15)."""
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     _, _, a, omega = _residual_parts(net, task, ws)
     out = _tr(omega)
-    return float(out[0]) if sq else out
+    return finite_result("population_loss", float(out[0]) if sq else out)
 
 
 def _layer_terms(task, p_i, q_i, a, omega):
@@ -902,6 +954,7 @@ def entropy_term(net: EDLN, task: Task, weights, *, per_layer: bool = False):
         ``S`` (per replica for stacked weights); with ``per_layer=True`` the terms ``S_i`` along a
         last axis of length ``D``.
     """
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     p, q, a, omega = _residual_parts(net, task, ws)
@@ -912,8 +965,8 @@ def entropy_term(net: EDLN, task: Task, weights, *, per_layer: bool = False):
     terms = np.stack(terms, axis=-1)
     out = terms if per_layer else terms.sum(-1)
     if sq:
-        return out[0] if per_layer else float(out[0])
-    return out
+        return finite_result("entropy_term", out[0] if per_layer else float(out[0]))
+    return finite_result("entropy_term", out)
 
 
 def gradient_moments(net: EDLN, task: Task, weights):
@@ -930,6 +983,7 @@ def gradient_moments(net: EDLN, task: Task, weights):
     ``W_k → T^{-1} W_k`` for every invertible ``T`` is the matrix balance
     ``E[∇_{W_k} ∇_{W_k}ᵀ] = E[∇_{W_{k+1}}ᵀ ∇_{W_{k+1}}]`` (reconstructed; its diagonal is Eq. 33).
     """
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     p, q, a, omega = _residual_parts(net, task, ws)
@@ -940,7 +994,7 @@ def gradient_moments(net: EDLN, task: Task, weights):
         left = 4.0 * _t(q[i]) @ (t[:, None, None] * omega + 2.0 * j) @ q[i]
         right = 4.0 * p[i] @ (b[:, None, None] * sx + 2.0 * sx @ _t(a) @ c @ a @ sx) @ _t(p[i])
         out.append((_unstack(_sym(left), sq), _unstack(_sym(right), sq)))
-    return out
+    return finite_result("gradient_moments", out)
 
 
 def alignment_blocks(matrices, sizes, *, reference: bool = True) -> dict:
@@ -963,6 +1017,10 @@ def alignment_blocks(matrices, sizes, *, reference: bool = True) -> dict:
         each block, per replica; ``"mean"``: the mean over all off-diagonal pairs.
     """
     m = check_array("matrices", matrices)
+    if not isinstance(reference, (bool, np.bool_)):
+        raise TypeError(f"reference must be True or False, got {reference!r}")
+    if not isinstance(sizes, (tuple, list)) or len(sizes) != 2:
+        raise ValueError(f"sizes must be a pair (H_A, H_B) of hidden-layer counts, got {sizes!r}")
     squeeze = m.ndim == 2
     m = m[None] if squeeze else m
     h_a, h_b = (check_int("sizes[0]", sizes[0], minimum=1), check_int("sizes[1]", sizes[1], minimum=1))
@@ -1003,7 +1061,7 @@ def noether_charges(weights) -> list:
     if not isinstance(weights, (list, tuple)) or len(weights) < 2:
         raise ValueError("weights must be a list of at least 2 matrices")
     w = [check_array(f"weights[{i}]", a) for i, a in enumerate(weights)]
-    return [_t(w[k + 1]) @ w[k + 1] - w[k] @ _t(w[k]) for k in range(len(w) - 1)]
+    return finite_result("noether_charges", [_t(w[k + 1]) @ w[k + 1] - w[k] @ _t(w[k]) for k in range(len(w) - 1)])
 
 
 def charge_drift(net: EDLN, task: Task, weights, *, lr: float, batch_size: int) -> list:
@@ -1015,6 +1073,7 @@ def charge_drift(net: EDLN, task: Task, weights, *, lr: float, batch_size: int) 
     point of the symmetry orbit towards gradient balance. Gradient descent on ``L + γ S`` moves
     it at ``4ηγ`` times the same imbalance, hence ``γ = η / (4B)``.
     """
+    _check_net(net)
     lr = check_positive("lr", lr)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     mom = gradient_moments(net, task, weights)
@@ -1024,8 +1083,8 @@ def charge_drift(net: EDLN, task: Task, weights, *, lr: float, batch_size: int) 
         g_in, g_out = gl[k], gl[k + 1]
         right = (1 - 1 / batch_size) * _t(g_out) @ g_out + mom[k + 1][1] / batch_size
         left = (1 - 1 / batch_size) * g_in @ _t(g_in) + mom[k][0] / batch_size
-        out.append(lr ** 2 * (right - left))
-    return out
+        out.append((lr * lr) * (right - left))
+    return finite_result("charge_drift", out)
 
 
 def gradient_balance(net: EDLN, task: Task, weights) -> list:
@@ -1041,13 +1100,14 @@ def gradient_balance(net: EDLN, task: Task, weights) -> list:
     list of numpy.ndarray
         One array of shape ``(d_k,)`` (or ``(R, d_k)``) per hidden layer.
     """
+    _check_net(net)
     mom = gradient_moments(net, task, weights)
     out = []
     for k in range(net.depth - 1):
         rows = np.diagonal(mom[k][0], axis1=-2, axis2=-1)
         cols = np.diagonal(mom[k + 1][1], axis1=-2, axis2=-1)
         out.append(rows / cols)
-    return out
+    return finite_result("gradient_balance", out)
 
 
 def sharpness(net: EDLN, task: Task, weights, *, iters: int = 200, seed=0) -> float:
@@ -1057,11 +1117,12 @@ def sharpness(net: EDLN, task: Task, weights, *, iters: int = 200, seed=0) -> fl
     Gauss–Newton part, ``v ↦ (Q_iᵀ 2 dU Σx P_iᵀ)_i`` with ``dU = Σ_i Q_i v_i P_i``. Gradient
     descent is stable there for ``lr < 2 / sharpness``; SGD needs a margin below that.
     """
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     if not sq:
         raise ValueError("weights must be unstacked (one network) for sharpness")
-    iters = check_int("iters", iters, minimum=1)
+    iters = check_int("iters", iters, minimum=1, maximum=1_000_000)
     p, q = _forward(net, ws)
     p = [a[0] for a in p]
     q = [a[0] for a in q]
@@ -1076,16 +1137,17 @@ def sharpness(net: EDLN, task: Task, weights, *, iters: int = 200, seed=0) -> fl
         hv = [q[i].T @ g @ p[i].T for i in range(net.depth)]
         lam = sum((a * b).sum() for a, b in zip(v, hv))
         v = hv
-    return float(lam)
+    return finite_result("sharpness", float(lam))
 
 
 def loss_gradient(net: EDLN, task: Task, weights) -> list:
     """Exact ``∇_{W_i} L = 2 Q_iᵀ A Σx P_iᵀ`` for every layer."""
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     p, q, a, _ = _residual_parts(net, task, ws)
     g = 2.0 * a @ task.sigma_x
-    return _unstack([_t(q[i]) @ g @ _t(p[i]) for i in range(net.depth)], sq)
+    return finite_result("loss_gradient", _unstack([_t(q[i]) @ g @ _t(p[i]) for i in range(net.depth)], sq))
 
 
 def _entropy_and_loss_gradients(net, task, ws, gamma):
@@ -1156,13 +1218,14 @@ def minibatch_gradient(net: EDLN, task: Task, weights, s_hat) -> list:
     s_hat : array_like, shape (n+m, n+m) or (R, n+m, n+m)
         Minibatch second moments of ``(x, ε)`` (one per replica for stacked weights).
     """
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     d = task.n + task.m
     s_hat = check_array("s_hat", s_hat)
     if s_hat.shape[-2:] != (d, d) or s_hat.ndim not in (2, 3):
         raise ValueError(f"s_hat must have shape ({d}, {d}) or (replicas, {d}, {d}), got {s_hat.shape}")
-    return _unstack(_minibatch_gradient(net, task, ws, s_hat), sq)
+    return finite_result("minibatch_gradient", _unstack(_minibatch_gradient(net, task, ws, s_hat), sq))
 
 
 def _minibatch_gradient(net, task, ws, s_hat):
@@ -1176,11 +1239,12 @@ def _minibatch_gradient(net, task, ws, s_hat):
 def entropy_gradient(net: EDLN, task: Task, weights) -> list:
     """Exact ``∇_{W_i} S`` of :func:`entropy_term` for every layer (hand-derived reverse mode,
     checked against automatic differentiation in the tests)."""
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     g_s = _entropy_and_loss_gradients(net, task, ws, 1.0)
     g_l = _entropy_and_loss_gradients(net, task, ws, 0.0)
-    return _unstack([a - b for a, b in zip(g_s, g_l)], sq)
+    return finite_result("entropy_gradient", _unstack([a - b for a, b in zip(g_s, g_l)], sq))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1190,8 +1254,9 @@ def entropy_gradient(net: EDLN, task: Task, weights) -> list:
 def sample_data(task: Task, seed, n_samples: int):
     """Draw ``n_samples`` latent points and label noises: returns ``(x, eps, y)`` with shapes
     ``(N, n)``, ``(N, m)``, ``(N, m)`` and ``y = x V*ᵀ + eps``."""
+    _check_task(task)
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
-    n_samples = check_int("n_samples", n_samples, minimum=1)
+    n_samples = check_int("n_samples", n_samples, minimum=1, maximum=10**7)
     z = rng.standard_normal((n_samples, task.n + task.m)) @ task.data_factor().T
     x, eps = z[:, :task.n], z[:, task.n:]
     return x, eps, x @ task.v_star.T + eps
@@ -1206,6 +1271,7 @@ def per_sample_gradients(net: EDLN, weights, x, y):
     so that ``grads[i] = rep_grads[i] ⊗ reps[i]`` and Eq. 14 reads
     ``‖grads[i]‖² = ‖rep_grads[i]‖² ‖reps[i]‖²`` sample by sample.
     """
+    _check_net(net)
     ws, sq = _stack(net, weights)
     if not sq:
         raise ValueError("weights must be unstacked (one network) for per_sample_gradients")
@@ -1221,13 +1287,14 @@ def per_sample_gradients(net: EDLN, weights, x, y):
         rep_grads[i] = g
         g = g @ ws[i][0]
     grads = [rep_grads[i][:, :, None] * reps[i][:, None, :] for i in range(net.depth)]
-    return grads, reps, rep_grads
+    return finite_result("per_sample_gradients", (grads, reps, rep_grads))
 
 
 def autograd_sample_gradients(net: EDLN, weights, x, y):
     """The per-sample quantities of :func:`per_sample_gradients`, computed independently by PyTorch
     autograd (one backward pass per sample, float64): a reference for Eq. 14 and for the
     closed-form gradients. Same return convention ``(grads, reps, rep_grads)``."""
+    _check_net(net)
     import torch
 
     ws, sq = _stack(net, weights)
@@ -1250,7 +1317,7 @@ def autograd_sample_gradients(net: EDLN, weights, x, y):
             grads[i][s] = wt[i].grad.numpy()
             reps[i][s] = h[i].detach().numpy()
             rep_grads[i][s] = h[i + 1].grad.numpy()
-    return grads, reps, rep_grads
+    return finite_result("autograd_sample_gradients", (grads, reps, rep_grads))
 
 
 def entropy_term_mc(net: EDLN, task: Task, weights, seed, n_samples: int, *, chunk: int = 100_000):
@@ -1258,9 +1325,11 @@ def entropy_term_mc(net: EDLN, task: Task, weights, seed, n_samples: int, *, chu
 
     Returns ``(estimate, standard_error)``; the exact value is :func:`entropy_term`.
     """
+    _check_net(net)
     net.check_task(task)
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
-    n_samples = check_int("n_samples", n_samples, minimum=2)
+    n_samples = check_int("n_samples", n_samples, minimum=2, maximum=MAX_DRAWS)
+    chunk = check_int("chunk", chunk, minimum=1, maximum=10**6)
     vals = []
     left = n_samples
     while left > 0:
@@ -1730,7 +1799,7 @@ def _record(net, task, ws):
 def _common(net, task, weights, steps, record_every):
     net.check_task(task)
     ws, _ = _stack(net, weights)
-    steps = check_int("steps", steps, minimum=1)
+    steps = check_int("steps", steps, minimum=1, maximum=MAX_STEPS)
     record_every = check_int("record_every", record_every, minimum=1)
     return [w.copy() for w in ws], steps, record_every
 
@@ -1853,6 +1922,7 @@ def train_gd(net: EDLN, task: Task, weights, *, lr, steps: int, gamma=0.0, weigh
     -------
     TrainResult
     """
+    _check_net(net)
     ws, steps, record_every = _common(net, task, weights, steps, record_every)
     r = ws[0].shape[0]
     lr = _per_replica("lr", lr, r)
@@ -1918,6 +1988,7 @@ def train_sgd(net: EDLN, task: Task, weights, *, lr, batch_size: int, steps: int
     -------
     TrainResult
     """
+    _check_net(net)
     ws, steps, record_every = _common(net, task, weights, steps, record_every)
     r = ws[0].shape[0]
     lr = _per_replica("lr", lr, r)

@@ -36,7 +36,7 @@ def make_rng(seed=None) -> np.random.Generator:
 
 def spawn_rngs(seed, n: int) -> list[np.random.Generator]:
     """``n`` independent generators derived from one seed (for chunks, threads, replicas)."""
-    n = check_int("n", n, minimum=1)
+    n = check_int("n", n, minimum=1, maximum=10**6)
     return [np.random.Generator(np.random.PCG64(s)) for s in _seed_sequence(seed).spawn(n)]
 
 

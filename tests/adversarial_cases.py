@@ -1,0 +1,345 @@
+"""Adversarial inputs for every public function of symbreak: shared by tests/test_adversarial.py and
+tools/survey_bad_inputs.py.
+
+``BASE`` holds one valid call per public function or method (``name -> (callable, args, kwargs)``);
+:func:`mutants_for` gives, for an argument's baseline value, bad or extreme replacements, each tagged
+``INVALID`` (the call must raise ``ValueError``/``TypeError``) or ``AMBIG`` (an extreme value that
+may be valid: the call must return finite values or raise ``ValueError``/``TypeError``).
+``ORACLES`` are the targeted cases of issue 12 with their correct answers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch  # noqa: F401  (imported up front: a forked survey child would spend its time limit on it)
+
+from symbreak import autoencoder as ae
+from symbreak import config, dln, engine, rng, validation
+from symbreak import platonic as pl
+
+INVALID, AMBIG = "invalid", "ambiguous"
+
+
+# arguments that legitimately accept any value of the mutated kind (documented, not silently wrong)
+ACCEPTS_ANY = {
+    ("config.sized", 0), ("config.sized", 1),  # any object (tuples, lists, numbers) is a size
+    ("validation.check_choice", 0), ("validation.check_positive", 0), ("validation.check_nonnegative", 0),
+    ("validation.check_int", 0), ("validation.check_array", 0), ("validation.check_positive_array", 0),
+    ("validation.check_square", 0), ("validation.check_symmetric_positive_definite", 0),
+    ("validation.check_invertible", 0),  # names: any label
+    ("validation.check_choice", 1), ("validation.check_choice", 2),  # raises ValueError or returns a member
+    ("engine.DivergenceError", 2), ("engine.DivergenceError", 0), ("engine.DivergenceError", 1),
+    ("engine.DivergenceError", 3), ("engine.DivergenceError", 4),  # an exception's report fields
+    ("pl.random_edln", 0), ("pl.example_pair", 0), ("pl.init_weights", 1), ("pl.random_global_minimum", 2),
+    ("pl.platonic_minimum", 2), ("pl.min_norm_minimum", 2), ("pl.sample_data", 1), ("pl.entropy_term_mc", 3),
+    ("pl.sharpness", "seed"),  # seeds: validated by symbreak.rng (a str raises, None is the default)
+    ("validation.check_int", "minimum"),  # the caller's own bounds
+    ("engine.WishartBlockSampler.keep", 0),  # a boolean mask is what keep() takes
+}
+
+# functions whose documented output is NaN/inf for some valid input (not a silent failure)
+NONFINITE_DOCUMENTED = {
+    "dln.naive_entropy": "demonstrates the cancellation of the literal quotient: NaN at ties, by design",
+    "pl.alignment_blocks": "a block with fewer than two layers has no pair: NaN, documented",
+    "engine.DivergenceError": "records the non-finite magnitude that triggered it",
+}
+
+# extreme-value failures in functions that another engineer is rewriting in parallel (reported, not hidden)
+OWNED_ELSEWHERE = {
+    ("dln.schatten_scale", 1): "s0 = 1e300 raises OverflowError in math.exp; schatten_scale is being rewritten "
+                               "by the DLN engineer",
+}
+
+
+def float_mutants():
+    return [
+        (float("nan"), INVALID), (float("inf"), AMBIG), (-float("inf"), INVALID), (-1.0, AMBIG), (0.0, AMBIG),
+        (1e300, AMBIG), (1e-300, AMBIG), (5e-324, AMBIG), (-1e-300, AMBIG), (1 + 1j, INVALID), (True, INVALID),
+        ("1", INVALID), (np.float32(1e-30), AMBIG), (np.array([1.0, 2.0]), AMBIG), (None, AMBIG),
+    ]
+
+
+def int_mutants():
+    return [
+        (0, AMBIG), (-1, AMBIG), (1e300, INVALID), (2.5, INVALID), (float("nan"), INVALID), (True, INVALID),
+        ("3", INVALID), (10**12, AMBIG), (2**70, AMBIG), (np.int64(2), AMBIG), (3 + 0j, INVALID), (None, AMBIG),
+    ]
+
+
+def array_mutants(base):
+    a = np.asarray(base, dtype=float)
+    with np.errstate(invalid="ignore", over="ignore"):
+        return _array_mutants(a)
+
+
+def _array_mutants(a):
+    out = [
+        (a * np.nan, INVALID), (a * np.inf if a.size else a, INVALID), (a.astype(complex) + 1j, INVALID),
+        (a.astype(bool), INVALID), (a * 1e300, AMBIG), (a * 1e-300, AMBIG), (-a, AMBIG), (np.zeros_like(a), AMBIG),
+        (a[..., :0] if a.ndim else a, AMBIG), (a[None], AMBIG), (a.ravel()[:1], AMBIG), ("abc", INVALID),
+        (a.astype(object), AMBIG), (np.full_like(a, 1e155), AMBIG),
+    ]
+    if a.ndim == 2 and a.shape[0] == a.shape[1] and a.shape[0] > 1:
+        sing = a.copy()
+        sing[-1] = sing[0]
+        out.append((sing, AMBIG))
+        ind = np.eye(a.shape[0])
+        ind[-1, -1] = -1.0
+        out.append((ind, AMBIG))
+    return out
+
+
+# the subset the test suite runs (the survey runs every mutant): one of each failure mode
+_QUICK_FLOAT = {"nan", "inf", "(1+1j)", "True", "'1'", "1e+300", "5e-324", "-1.0"}
+_QUICK_INT = {"1e+300", "2.5", "True", "1180591620717411303424", "1000000000000", "-1"}
+
+
+def quick_mutants_for(value):
+    """A small subset of :func:`mutants_for`: NaN, complex, bool, string, huge and tiny values."""
+    muts = mutants_for(value)
+    if isinstance(value, bool) or isinstance(value, str):
+        return muts
+    if isinstance(value, (int, np.integer)):
+        return [m for m in muts if repr(m[0]) in _QUICK_INT]
+    if isinstance(value, (float, np.floating)):
+        return [m for m in muts if repr(m[0]) in _QUICK_FLOAT]
+    if isinstance(value, np.ndarray) or (isinstance(value, list) and value and isinstance(value[0], (int, float))):
+        return muts[:5] + muts[7:8] + muts[-2:]  # NaN, inf, complex, bool, ×1e300, zeros, and two more
+    return muts
+
+
+def mutants_for(value):
+    if isinstance(value, bool):
+        return [(None, AMBIG), ("x", INVALID), (2, AMBIG)]
+    if isinstance(value, (int, np.integer)):
+        return int_mutants()
+    if isinstance(value, (float, np.floating)):
+        return float_mutants()
+    if isinstance(value, str):
+        return [("nonsense", INVALID), (3, INVALID), (None, AMBIG)]
+    if isinstance(value, np.ndarray) or (isinstance(value, list) and value and isinstance(value[0], (int, float))):
+        return array_mutants(value)
+    if isinstance(value, list):  # list of matrices
+        arrs = [np.asarray(v, dtype=float) for v in value]
+        with np.errstate(invalid="ignore", over="ignore"):
+            return [([a * np.nan for a in arrs], INVALID), ([a.astype(complex) for a in arrs], INVALID),
+                    ([a * 1e300 for a in arrs], AMBIG), (arrs[:1], AMBIG), ([], AMBIG), ("x", INVALID),
+                    (None, AMBIG)]
+    return [(None, AMBIG), ("x", INVALID), (3.0, AMBIG)]
+
+
+# ------------------------------------------------------------------------------------------------
+# baselines: one valid call per public function
+# ------------------------------------------------------------------------------------------------
+LAM = ae.geometric_spectrum(4)
+TASK, NET_A, NET_B = pl.example_pair(7)
+WA = pl.init_weights(NET_A, 0)
+WMIN = pl.platonic_minimum(NET_A, TASK, 0)
+SPD = np.array([[2.0, 0.3], [0.3, 1.0]])
+PW, PU = ae.pca_point(np.ones(2), 4)
+SIG4 = np.diag(LAM)
+S_HAT = np.eye(TASK.n + TASK.m)
+SGDRES = ae.simulate_sgd(LAM, 2, 0.01, 8, 20, record_every=5)
+TRRES = pl.train_gd(NET_A, TASK, WA, lr=0.01, steps=4, record_every=2)
+FAC = dln.balanced_factors(np.diag([2.0, 1.0, 0.5]), 3)
+EN = dln.schatten_energy(2.0)
+SAMPLER = engine.WishartBlockSampler(np.ones(3), np.array([4, 8]), max_steps=4)
+XS, _, YS = pl.sample_data(TASK, 0, 5)
+
+
+def G():
+    return rng.make_rng(0)
+
+
+BASE = {
+    # config / rng / validation / engine
+    "config.sized": (config.sized, [10, 5], {}),
+    "config.quick_mode": (config.quick_mode, [], {}),
+    "config.mode_name": (config.mode_name, [], {}),
+    "rng.make_rng": (rng.make_rng, [3], {}),
+    "rng.spawn_rngs": (rng.spawn_rngs, [3, 2], {}),
+    "rng.torch_generator": (rng.torch_generator, [3], {}),
+    "validation.check_positive": (validation.check_positive, ["x", 1.0], {}),
+    "validation.check_nonnegative": (validation.check_nonnegative, ["x", 1.0], {}),
+    "validation.check_int": (validation.check_int, ["x", 3], {"minimum": 0}),
+    "validation.check_choice": (validation.check_choice, ["x", "a", ("a", "b")], {}),
+    "validation.check_array": (validation.check_array, ["x", np.ones(3)], {}),
+    "validation.check_positive_array": (validation.check_positive_array, ["x", np.ones(3)], {}),
+    "validation.check_square": (validation.check_square, ["x", np.eye(2)], {}),
+    "validation.check_symmetric_positive_definite": (validation.check_symmetric_positive_definite, ["x", SPD], {}),
+    "validation.check_invertible": (validation.check_invertible, ["x", SPD], {}),
+    "engine.covariance_factor": (engine.covariance_factor, [SPD], {}),
+    "engine.wishart_covariance": (lambda f, b, s: engine.wishart_covariance(G(), f, b, s), [np.ones(3), 4, 2], {}),
+    "engine.sample_covariance": (lambda f, b, s: engine.sample_covariance(G(), f, b, s), [np.ones(3), 4, 2], {}),
+    "engine.record_steps": (engine.record_steps, [10, 3], {}),
+    "engine.check_divergence": (engine.check_divergence, [np.ones(2)], {"step": 1, "limit": 10.0}),
+    "engine.n_workers": (engine.n_workers, [], {}),
+    "engine.run_chunks": (lambda n, c: engine.run_chunks(lambda s, g: s.stop - s.start, n, n_chunks=c), [4, 2], {}),
+    "engine.WishartBlockSampler": (lambda f, b, max_steps: engine.WishartBlockSampler(f, b, max_steps=max_steps).draw(G(), 1),
+                                   [np.ones(3), np.array([4, 8])], {"max_steps": 4}),
+    "engine.WishartBlockSampler.draw": (lambda n: SAMPLER.draw(G(), n), [2], {}),
+    "engine.WishartBlockSampler.keep": (
+        lambda m: engine.WishartBlockSampler(np.ones(3), np.array([4, 8]), max_steps=4).keep(m),
+        [np.array([True, False])], {}),
+    "engine.DivergenceError": (engine.DivergenceError, [1, 0, {}, 2.0, 1.0], {}),
+    # autoencoder
+    "ae.geometric_spectrum": (ae.geometric_spectrum, [4, 12.0, 0.18], {}),
+    "ae.growth_rates": (ae.growth_rates, [LAM, 2], {}),
+    "ae.charge_drift_matrix": (ae.charge_drift_matrix, [LAM, 2], {}),
+    "ae.lambert_scale": (ae.lambert_scale, [1.0, 1.0, 1.0], {}),
+    "ae.sqrt_scale": (ae.sqrt_scale, [1.0, 1.0, 1.0], {}),
+    "ae.lambert_time": (ae.lambert_time, [2.0, 1.0, 1.0], {}),
+    "ae.scale_flow": (ae.scale_flow, [np.eye(2), np.diag([1.0, 0.5]), np.array([0.0, 1.0])], {}),
+    "ae.drift_correction": (ae.drift_correction, [LAM, 2, 1.0, 0.01], {}),
+    "ae.corrected_scale": (ae.corrected_scale, [LAM, 2, 0.01, np.array([0.0, 0.5])], {}),
+    "ae.off_manifold_fluctuations": (ae.off_manifold_fluctuations, [LAM, 2, 1.0, 0.01, 8], {}),
+    "ae.pca_point": (ae.pca_point, [np.ones(2), 4], {}),
+    "ae.pca_hessian_eigenvalues": (ae.pca_hessian_eigenvalues, [LAM, 2, 1.0], {}),
+    "ae.hessian_lambda_max": (ae.hessian_lambda_max, [LAM, 2, np.ones(2)], {}),
+    "ae.hessian_trace": (ae.hessian_trace, [LAM, 2, np.ones(2)], {}),
+    "ae.trace_minimizing_scale": (ae.trace_minimizing_scale, [LAM, 2], {}),
+    "ae.overcomplete_point": (ae.overcomplete_point, [2, 3, 1.5], {}),
+    "ae.overcomplete_hessian_eigenvalues": (ae.overcomplete_hessian_eigenvalues, [LAM, 5, 1.5], {}),
+    "ae.autograd_hessian": (ae.autograd_hessian, [LAM, PW, PU], {}),
+    "ae.eos_ceiling": (ae.eos_ceiling, [0.01, 12.0, 2.0], {}),
+    "ae.fit_kappa": (ae.fit_kappa, [np.array([0.01, 0.02]), np.array([5.0, 3.0]), 12.0], {}),
+    "ae.modified_batch_sharpness": (ae.modified_batch_sharpness, [LAM, 2, np.ones(2), 8], {}),
+    "ae.batch_sharpness_monte_carlo": (ae.batch_sharpness_monte_carlo, [LAM, 2, np.ones(2), 8, 50], {}),
+    "ae.noether_charge": (ae.noether_charge, [PW, PU], {}),
+    "ae.minibatch_gradients": (ae.minibatch_gradients, [PW, PU, SIG4], {}),
+    "ae.sgd_step": (ae.sgd_step, [PW, PU, SIG4, 0.01], {}),
+    "ae.charge_increment": (ae.charge_increment, [PW, PU, SIG4, 0.01], {}),
+    "ae.expected_charge_increment": (ae.expected_charge_increment, [PW, PU, LAM, 0.01, 8], {}),
+    "ae.charge_increments_along_sgd": (ae.charge_increments_along_sgd, [LAM, 2, 0.01, 8, 5], {}),
+    "ae.saturation_scale": (ae.saturation_scale, [SGDRES, 1e-9], {}),
+    "ae.gradient_flow": (ae.gradient_flow, [PW, PU, LAM, np.array([0.0, 1.0])], {}),
+    "ae.population_loss": (ae.population_loss, [PW, PU, LAM], {}),
+    "ae.sample_gradients": (ae.sample_gradients, [PW, PU, np.ones((4, 3))], {}),
+    "ae.neuron_balance_autograd": (ae.neuron_balance_autograd, [PW, PU, np.ones(4)], {}),
+    "ae.residual_split": (ae.residual_split, [PW, PU, np.ones((4, 3))], {}),
+    "ae.simulate_sgd": (ae.simulate_sgd, [LAM, 2, 0.01, 8, 20], {"record_every": 10}),
+    "ae.simulate_sgd_grid": (ae.simulate_sgd_grid, [LAM, 2, np.array([0.01]), np.array([8]), 0.001], {"n_records": 2}),
+    "ae.SGDResult.scales": (lambda: SGDRES.scales, [], {}),
+    # platonic
+    "pl.sqrtm_psd": (pl.sqrtm_psd, [SPD], {}),
+    "pl.random_orthogonal": (lambda n: pl.random_orthogonal(G(), n), [3], {}),
+    "pl.random_invertible": (lambda n, c: pl.random_invertible(G(), n, c), [3, 3.0], {}),
+    "pl.random_spd": (lambda n, c, s: pl.random_spd(G(), n, c, s), [3, 3.0, 1.0], {}),
+    "pl.platonic_kernel": (pl.platonic_kernel, [TASK.v_star, TASK.sigma_x, TASK.sigma_eps], {}),
+    "pl.kernel_alignment": (pl.kernel_alignment, [SPD, np.eye(2)], {}),
+    "pl.alignment_matrix": (pl.alignment_matrix, [[SPD, np.eye(2)]], {}),
+    "pl.joint_alignment": (pl.joint_alignment, [np.stack([SPD, np.eye(2)])], {}),
+    "pl.alignment_blocks": (pl.alignment_blocks, [np.ones((5, 5)), (2, 2)], {"reference": True}),
+    "pl.noether_charges": (pl.noether_charges, [WA], {}),
+    "pl.charge_drift": (pl.charge_drift, [NET_A, TASK, WA], {"lr": 0.01, "batch_size": 4}),
+    "pl.Task": (pl.Task, [TASK.v_star, TASK.sigma_x, TASK.sigma_eps], {}),
+    "pl.Task.with_noise": (lambda s: TASK.with_noise(s), [TASK.sigma_eps], {}),
+    "pl.random_task": (lambda n, m, noise: pl.random_task(0, n=n, m=m, noise=noise), [3, 3, 0.5], {}),
+    "pl.EDLN": (pl.EDLN, [(5, 6), NET_A.m_in, NET_A.m_out, NET_A.view], {}),
+    "pl.random_edln": (pl.random_edln, [0, 4, 5, (5, 6)], {"cond": 3.0}),
+    "pl.example_pair": (pl.example_pair, [3], {"noise": 0.5, "cond": 3.0}),
+    "pl.init_weights": (pl.init_weights, [NET_A, 0], {"replicas": 2, "scale": 1.0}),
+    "pl.random_global_minimum": (pl.random_global_minimum, [NET_A, TASK, 0], {}),
+    "pl.platonic_minimum": (pl.platonic_minimum, [NET_A, TASK, 0], {}),
+    "pl.min_norm_minimum": (pl.min_norm_minimum, [NET_A, TASK, 0], {}),
+    "pl.minimal_entropy": (pl.minimal_entropy, [NET_A, TASK], {}),
+    "pl.symmetry_transform": (pl.symmetry_transform, [WA, 1, np.eye(5)], {}),
+    "pl.minimize_entropy_on_orbit": (pl.minimize_entropy_on_orbit, [NET_A, TASK, WMIN],
+                                     {"maxiter": 5, "restarts": 0, "gtol": 1e-6}),
+    "pl.end_to_end": (pl.end_to_end, [NET_A, WA], {}),
+    "pl.hidden_kernels": (pl.hidden_kernels, [NET_A, WA], {}),
+    "pl.population_loss": (pl.population_loss, [NET_A, TASK, WA], {}),
+    "pl.entropy_term": (pl.entropy_term, [NET_A, TASK, WA], {}),
+    "pl.gradient_moments": (pl.gradient_moments, [NET_A, TASK, WA], {}),
+    "pl.gradient_balance": (pl.gradient_balance, [NET_A, TASK, WA], {}),
+    "pl.sharpness": (pl.sharpness, [NET_A, TASK, WMIN], {"iters": 20}),
+    "pl.loss_gradient": (pl.loss_gradient, [NET_A, TASK, WA], {}),
+    "pl.entropy_gradient": (pl.entropy_gradient, [NET_A, TASK, WA], {}),
+    "pl.minibatch_gradient": (pl.minibatch_gradient, [NET_A, TASK, WA, S_HAT], {}),
+    "pl.sample_data": (pl.sample_data, [TASK, 0, 5], {}),
+    "pl.per_sample_gradients": (pl.per_sample_gradients, [NET_A, WA, XS, YS], {}),
+    "pl.autograd_sample_gradients": (pl.autograd_sample_gradients, [NET_A, WA, XS, YS], {}),
+    "pl.entropy_term_mc": (pl.entropy_term_mc, [NET_A, TASK, WA, 0, 20], {}),
+    "pl.train_gd": (pl.train_gd, [NET_A, TASK, WA], {"lr": 0.01, "steps": 4, "record_every": 2}),
+    "pl.train_sgd": (pl.train_sgd, [NET_A, TASK, WA], {"lr": 0.01, "batch_size": 4, "steps": 4, "record_every": 2}),
+    "pl.TrainResult.window_kernels": (lambda f: TRRES.window_kernels(f), [0.5], {}),
+    "pl.TrainResult.alignment_deficit": (lambda r: TRRES.alignment_deficit(r), [np.eye(4)], {}),
+    "pl.TrainResult.slow_time": (lambda r, p: TRRES.slow_time(r, p), [0.01, 1], {}),
+    # dln
+    "dln.entropy": (dln.entropy, [np.array([2.0, 1.0]), 3], {}),
+    "dln.naive_entropy": (dln.naive_entropy, [np.array([2.0, 1.0]), 3], {}),
+    "dln.entropy_gradient": (dln.entropy_gradient, [np.array([2.0, 1.0]), 3], {}),
+    "dln.entropy_hessian": (dln.entropy_hessian, [np.array([2.0, 1.0]), 3], {}),
+    "dln.riemannian_entropy_hessian": (dln.riemannian_entropy_hessian, [np.array([2.0, 1.0]), 3], {}),
+    "dln.pair_kernels": (dln.pair_kernels, [2.0, 1.0, 3], {}),
+    "dln.log_form_derivatives": (dln.log_form_derivatives, [0.5, 3], {}),
+    "dln.entropy_autograd": (dln.entropy_autograd, [np.array([2.0, 1.0]), 3], {}),
+    "dln.schatten_energy": (dln.schatten_energy, [2.0], {}),
+    "dln.quadratic_energy": (dln.quadratic_energy, [1.0], {}),
+    "dln.SpectralEnergy.value": (lambda s: EN.value(s), [np.array([2.0, 1.0])], {}),
+    "dln.SpectralEnergy.gradient": (lambda s: EN.gradient(s), [np.array([2.0, 1.0])], {}),
+    "dln.SpectralEnergy.hessian": (lambda s: EN.hessian(s), [np.array([2.0, 1.0])], {}),
+    "dln.flow_vector_field": (dln.flow_vector_field, [np.array([2.0, 1.0])], {"N": 3, "beta": 1.0, "p": 2.0}),
+    "dln.flow_jacobian": (dln.flow_jacobian, [np.array([2.0, 1.0])], {"N": 3, "beta": 1.0, "p": 2.0}),
+    "dln.singular_value_flow": (dln.singular_value_flow, [np.array([2.0, 1.0]), np.array([0.0, 0.5])],
+                                {"N": 3, "beta": 1.0, "p": 2.0, "rtol": 1e-8, "atol": 1e-10}),
+    "dln.numerical_jacobian": (lambda x, r: dln.numerical_jacobian(np.sin, x, rel_step=r), [np.array([1.0, 2.0]), 1e-3], {}),
+    "dln.schatten_sigma_star": (dln.schatten_sigma_star, [2.0, 3, 3, 1.0], {}),
+    "dln.sigma_star": (lambda N, d, b: dln.sigma_star(EN, N, d, b), [3, 3, 1.0], {}),
+    "dln.relaxation_rates": (dln.relaxation_rates, [2.0, 3, 3, 1.0], {}),
+    "dln.relaxation_rates_general": (lambda N, d, b: dln.relaxation_rates_general(EN, N, d, b), [3, 3, 1.0], {}),
+    "dln.scale_time_function": (dln.scale_time_function, [0.5], {"p": 2.0, "N": 3, "d": 3, "beta": 1.0}),
+    "dln.schatten_scale": (dln.schatten_scale, [np.array([0.0, 1.0]), 0.5], {"p": 2.0, "N": 3, "d": 3, "beta": 1.0}),
+    "dln.A_operator": (dln.A_operator, [np.diag([2.0, 1.0]), np.ones((2, 2)), 3], {}),
+    "dln.A_matrix": (dln.A_matrix, [np.diag([2.0, 1.0]), 3], {}),
+    "dln.A_eigenvalues": (dln.A_eigenvalues, [np.array([2.0, 1.0]), 3], {}),
+    "dln.factor_metric_operator": (dln.factor_metric_operator, [FAC, np.ones((3, 3))], {}),
+    "dln.balanced_factors": (dln.balanced_factors, [np.diag([2.0, 1.0, 0.5]), 3], {}),
+    "dln.end_to_end": (dln.end_to_end, [FAC], {}),
+    "dln.balance_defect": (dln.balance_defect, [FAC], {}),
+    "dln.spectral_gradient_matrix": (dln.spectral_gradient_matrix, [np.diag([2.0, 1.0])], {"N": 3, "beta": 1.0, "p": 2.0}),
+    "dln.train_factors": (dln.train_factors, [FAC], {"N": 3, "beta": 1.0, "step": 0.01, "steps": 5, "p": 2.0}),
+    "dln.equilibrium_spectrum": (dln.equilibrium_spectrum, [np.array([2.0, 1.0, 0.5])], {"N": 3, "beta": 1.0, "p": 2.0}),
+    "dln.quarter_circle_density": (dln.quarter_circle_density, [np.array([0.1, 0.5]), 1.0], {}),
+}
+
+# targeted cases of issue 12 with their correct answers (None: must raise ValueError/TypeError)
+ORACLES = [
+    ("ae.lambert_scale(1e155, 1, 1)", lambda: ae.lambert_scale(1e155, 1.0, 1.0), 1e155),
+    ("ae.eos_ceiling(1e-300, 5)", lambda: ae.eos_ceiling(1e-300, 5.0), 2.0 / (1e-300 * 5.0)),
+    ("pl.kernel_alignment(1e160 I, I)", lambda: pl.kernel_alignment(1e160 * np.eye(3), np.eye(3)), 1.0),
+    ("pl.kernel_alignment(1e-170 I, I)", lambda: pl.kernel_alignment(1e-170 * np.eye(3), np.eye(3)), 1.0),
+    ("dln.schatten_sigma_star(beta=5e-324)", lambda: dln.schatten_sigma_star(2.0, 3, 3, 5e-324),
+     math.exp(0.5 * (math.log(2 / 3) - math.log(5e-324)))),
+    ("pl.sqrtm_psd(indefinite)", lambda: pl.sqrtm_psd(np.diag([1.0, -1.0])), None),
+    ("check_spd(singular)", lambda: validation.check_symmetric_positive_definite("x", np.ones((2, 2))), None),
+    ("check_spd(near singular)", lambda: validation.check_symmetric_positive_definite(
+        "x", np.array([[1.0, 1.0], [1.0, 1.0 + 1e-15]])), None),
+    ("check_int(1e300)", lambda: validation.check_int("N", 1e300), None),
+    ("engine.check_divergence(limit=nan)", lambda: engine.check_divergence(np.ones(2), step=1, limit=float("nan")), None),
+    ("config.sized(nan, 1)", lambda: config.sized(float("nan"), 1), None),
+    ("dln.entropy([2,1], 1e300)", lambda: dln.entropy([2.0, 1.0], 1e300), None),
+    ("dln.entropy([2,1], 10**9)", lambda: dln.entropy([2.0, 1.0], 10**9), "finite"),
+    ("dln.A_eigenvalues([2,1], 10**9)", lambda: dln.A_eigenvalues([2.0, 1.0], 10**9), "finite"),
+    ("dln.equilibrium_spectrum(N=10**9)", lambda: dln.equilibrium_spectrum([2.0, 1.0], N=10**9, beta=1.0, p=2.0), "finite"),
+    ("dln.A_operator(N=10**9)", lambda: dln.A_operator(np.eye(2), np.eye(2), 10**9), "finite"),
+    ("dln.singular_value_flow(atol=1e-8+1j)", lambda: dln.singular_value_flow(
+        [2.0, 1.0], [0.0, 1.0], N=3, beta=1.0, p=2.0, atol=1e-8 + 1j), None),
+    ("dln.singular_value_flow(rtol=nan)", lambda: dln.singular_value_flow(
+        [2.0, 1.0], [0.0, 1.0], N=3, beta=1.0, p=2.0, rtol=float("nan")), None),
+    ("dln.singular_value_flow(t_end=1e-200)", lambda: dln.singular_value_flow(
+        [2.0, 1.0], [0.0, 1e-200], N=3, beta=1.0, p=2.0), "finite"),
+    ("dln.singular_value_flow(sigma0*1e300)", lambda: dln.singular_value_flow(
+        [2e300, 1e300], [0.0, 1.0], N=3, beta=1.0, p=2.0), "finite"),
+    ("dln.singular_value_flow(sigma0*1e-300)", lambda: dln.singular_value_flow(
+        [2e-300, 1e-300], [0.0, 1.0], N=3, beta=1.0, p=2.0), "finite"),
+    ("ae.gradient_flow(T=1e6)", lambda: ae.gradient_flow(0.3 * np.ones((4, 2)), 0.2 * np.ones((2, 4)), LAM,
+                                                         [0.0, 1e6]), "finite"),
+    ("ae.scale_flow(S0*1e300)", lambda: ae.scale_flow(np.eye(2) * 1e300, np.eye(2), [0.0, 1.0]), "finite"),
+    ("ae.charge_increments_along_sgd(eta=0.6)", lambda: ae.charge_increments_along_sgd(LAM, 2, 0.6, 8, 50), "clean-named"),
+    ("ae.drift_correction(tied, eta=1e-8)", lambda: ae.drift_correction(np.ones(4), 2, 1.0, 1e-8), "finite"),
+]
+
+
