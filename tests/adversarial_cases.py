@@ -24,16 +24,32 @@ INVALID, AMBIG = "invalid", "ambiguous"
 
 # arguments that legitimately accept any value of the mutated kind (documented, not silently wrong)
 ACCEPTS_ANY = {
-    ("config.sized", 0), ("config.sized", 1),  # any object (tuples, lists, numbers) is a size
-    ("validation.check_choice", 0), ("validation.check_positive", 0), ("validation.check_nonnegative", 0),
-    ("validation.check_int", 0), ("validation.check_array", 0), ("validation.check_positive_array", 0),
-    ("validation.check_square", 0), ("validation.check_symmetric_positive_definite", 0),
+    ("config.sized", 0),
+    ("config.sized", 1),  # any object (tuples, lists, numbers) is a size
+    ("validation.check_choice", 0),
+    ("validation.check_positive", 0),
+    ("validation.check_nonnegative", 0),
+    ("validation.check_int", 0),
+    ("validation.check_array", 0),
+    ("validation.check_positive_array", 0),
+    ("validation.check_square", 0),
+    ("validation.check_symmetric_positive_definite", 0),
     ("validation.check_invertible", 0),  # names: any label
-    ("validation.check_choice", 1), ("validation.check_choice", 2),  # raises ValueError or returns a member
-    ("engine.DivergenceError", 2), ("engine.DivergenceError", 0), ("engine.DivergenceError", 1),
-    ("engine.DivergenceError", 3), ("engine.DivergenceError", 4),  # an exception's report fields
-    ("pl.random_edln", 0), ("pl.example_pair", 0), ("pl.init_weights", 1), ("pl.random_global_minimum", 2),
-    ("pl.platonic_minimum", 2), ("pl.min_norm_minimum", 2), ("pl.sample_data", 1), ("pl.entropy_term_mc", 3),
+    ("validation.check_choice", 1),
+    ("validation.check_choice", 2),  # raises ValueError or returns a member
+    ("engine.DivergenceError", 2),
+    ("engine.DivergenceError", 0),
+    ("engine.DivergenceError", 1),
+    ("engine.DivergenceError", 3),
+    ("engine.DivergenceError", 4),  # an exception's report fields
+    ("pl.random_edln", 0),
+    ("pl.example_pair", 0),
+    ("pl.init_weights", 1),
+    ("pl.random_global_minimum", 2),
+    ("pl.platonic_minimum", 2),
+    ("pl.min_norm_minimum", 2),
+    ("pl.sample_data", 1),
+    ("pl.entropy_term_mc", 3),
     ("pl.sharpness", "seed"),  # seeds: validated by symbreak.rng (a str raises, None is the default)
     ("validation.check_int", "minimum"),  # the caller's own bounds
     ("engine.WishartBlockSampler.keep", 0),  # a boolean mask is what keep() takes
@@ -49,22 +65,44 @@ NONFINITE_DOCUMENTED = {
 # extreme-value failures in functions that another engineer is rewriting in parallel (reported, not hidden)
 OWNED_ELSEWHERE = {
     ("dln.schatten_scale", 1): "s0 = 1e300 raises OverflowError in math.exp; schatten_scale is being rewritten "
-                               "by the DLN engineer",
+    "by the DLN engineer",
 }
 
 
 def float_mutants():
     return [
-        (float("nan"), INVALID), (float("inf"), AMBIG), (-float("inf"), INVALID), (-1.0, AMBIG), (0.0, AMBIG),
-        (1e300, AMBIG), (1e-300, AMBIG), (5e-324, AMBIG), (-1e-300, AMBIG), (1 + 1j, INVALID), (True, INVALID),
-        ("1", INVALID), (np.float32(1e-30), AMBIG), (np.array([1.0, 2.0]), AMBIG), (None, AMBIG),
+        (float("nan"), INVALID),
+        (float("inf"), AMBIG),
+        (-float("inf"), INVALID),
+        (-1.0, AMBIG),
+        (0.0, AMBIG),
+        (1e300, AMBIG),
+        (1e-300, AMBIG),
+        (5e-324, AMBIG),
+        (-1e-300, AMBIG),
+        (1 + 1j, INVALID),
+        (True, INVALID),
+        ("1", INVALID),
+        (np.float32(1e-30), AMBIG),
+        (np.array([1.0, 2.0]), AMBIG),
+        (None, AMBIG),
     ]
 
 
 def int_mutants():
     return [
-        (0, AMBIG), (-1, AMBIG), (1e300, INVALID), (2.5, INVALID), (float("nan"), INVALID), (True, INVALID),
-        ("3", INVALID), (10**12, AMBIG), (2**70, AMBIG), (np.int64(2), AMBIG), (3 + 0j, INVALID), (None, AMBIG),
+        (0, AMBIG),
+        (-1, AMBIG),
+        (1e300, INVALID),
+        (2.5, INVALID),
+        (float("nan"), INVALID),
+        (True, INVALID),
+        ("3", INVALID),
+        (10**12, AMBIG),
+        (2**70, AMBIG),
+        (np.int64(2), AMBIG),
+        (3 + 0j, INVALID),
+        (None, AMBIG),
     ]
 
 
@@ -76,10 +114,20 @@ def array_mutants(base):
 
 def _array_mutants(a):
     out = [
-        (a * np.nan, INVALID), (a * np.inf if a.size else a, INVALID), (a.astype(complex) + 1j, INVALID),
-        (a.astype(bool), INVALID), (a * 1e300, AMBIG), (a * 1e-300, AMBIG), (-a, AMBIG), (np.zeros_like(a), AMBIG),
-        (a[..., :0] if a.ndim else a, AMBIG), (a[None], AMBIG), (a.ravel()[:1], AMBIG), ("abc", INVALID),
-        (a.astype(object), AMBIG), (np.full_like(a, 1e155), AMBIG),
+        (a * np.nan, INVALID),
+        (a * np.inf if a.size else a, INVALID),
+        (a.astype(complex) + 1j, INVALID),
+        (a.astype(bool), INVALID),
+        (a * 1e300, AMBIG),
+        (a * 1e-300, AMBIG),
+        (-a, AMBIG),
+        (np.zeros_like(a), AMBIG),
+        (a[..., :0] if a.ndim else a, AMBIG),
+        (a[None], AMBIG),
+        (a.ravel()[:1], AMBIG),
+        ("abc", INVALID),
+        (a.astype(object), AMBIG),
+        (np.full_like(a, 1e155), AMBIG),
     ]
     if a.ndim == 2 and a.shape[0] == a.shape[1] and a.shape[0] > 1:
         sing = a.copy()
@@ -124,9 +172,15 @@ def mutants_for(value):
     if isinstance(value, list):  # list of matrices
         arrs = [np.asarray(v, dtype=float) for v in value]
         with np.errstate(invalid="ignore", over="ignore"):
-            return [([a * np.nan for a in arrs], INVALID), ([a.astype(complex) for a in arrs], INVALID),
-                    ([a * 1e300 for a in arrs], AMBIG), (arrs[:1], AMBIG), ([], AMBIG), ("x", INVALID),
-                    (None, AMBIG)]
+            return [
+                ([a * np.nan for a in arrs], INVALID),
+                ([a.astype(complex) for a in arrs], INVALID),
+                ([a * 1e300 for a in arrs], AMBIG),
+                (arrs[:1], AMBIG),
+                ([], AMBIG),
+                ("x", INVALID),
+                (None, AMBIG),
+            ]
     return [(None, AMBIG), ("x", INVALID), (3.0, AMBIG)]
 
 
@@ -177,12 +231,17 @@ BASE = {
     "engine.check_divergence": (engine.check_divergence, [np.ones(2)], {"step": 1, "limit": 10.0}),
     "engine.n_workers": (engine.n_workers, [], {}),
     "engine.run_chunks": (lambda n, c: engine.run_chunks(lambda s, g: s.stop - s.start, n, n_chunks=c), [4, 2], {}),
-    "engine.WishartBlockSampler": (lambda f, b, max_steps: engine.WishartBlockSampler(f, b, max_steps=max_steps).draw(G(), 1),
-                                   [np.ones(3), np.array([4, 8])], {"max_steps": 4}),
+    "engine.WishartBlockSampler": (
+        lambda f, b, max_steps: engine.WishartBlockSampler(f, b, max_steps=max_steps).draw(G(), 1),
+        [np.ones(3), np.array([4, 8])],
+        {"max_steps": 4},
+    ),
     "engine.WishartBlockSampler.draw": (lambda n: SAMPLER.draw(G(), n), [2], {}),
     "engine.WishartBlockSampler.keep": (
         lambda m: engine.WishartBlockSampler(np.ones(3), np.array([4, 8]), max_steps=4).keep(m),
-        [np.array([True, False])], {}),
+        [np.array([True, False])],
+        {},
+    ),
     "engine.DivergenceError": (engine.DivergenceError, [1, 0, {}, 2.0, 1.0], {}),
     # autoencoder
     "ae.geometric_spectrum": (ae.geometric_spectrum, [4, 12.0, 0.18], {}),
@@ -246,8 +305,11 @@ BASE = {
     "pl.min_norm_minimum": (pl.min_norm_minimum, [NET_A, TASK, 0], {}),
     "pl.minimal_entropy": (pl.minimal_entropy, [NET_A, TASK], {}),
     "pl.symmetry_transform": (pl.symmetry_transform, [WA, 1, np.eye(5)], {}),
-    "pl.minimize_entropy_on_orbit": (pl.minimize_entropy_on_orbit, [NET_A, TASK, WMIN],
-                                     {"maxiter": 5, "restarts": 0, "gtol": 1e-6}),
+    "pl.minimize_entropy_on_orbit": (
+        pl.minimize_entropy_on_orbit,
+        [NET_A, TASK, WMIN],
+        {"maxiter": 5, "restarts": 0, "gtol": 1e-6},
+    ),
     "pl.end_to_end": (pl.end_to_end, [NET_A, WA], {}),
     "pl.hidden_kernels": (pl.hidden_kernels, [NET_A, WA], {}),
     "pl.population_loss": (pl.population_loss, [NET_A, TASK, WA], {}),
@@ -283,9 +345,16 @@ BASE = {
     "dln.SpectralEnergy.hessian": (lambda s: EN.hessian(s), [np.array([2.0, 1.0])], {}),
     "dln.flow_vector_field": (dln.flow_vector_field, [np.array([2.0, 1.0])], {"N": 3, "beta": 1.0, "p": 2.0}),
     "dln.flow_jacobian": (dln.flow_jacobian, [np.array([2.0, 1.0])], {"N": 3, "beta": 1.0, "p": 2.0}),
-    "dln.singular_value_flow": (dln.singular_value_flow, [np.array([2.0, 1.0]), np.array([0.0, 0.5])],
-                                {"N": 3, "beta": 1.0, "p": 2.0, "rtol": 1e-8, "atol": 1e-10}),
-    "dln.numerical_jacobian": (lambda x, r: dln.numerical_jacobian(np.sin, x, rel_step=r), [np.array([1.0, 2.0]), 1e-3], {}),
+    "dln.singular_value_flow": (
+        dln.singular_value_flow,
+        [np.array([2.0, 1.0]), np.array([0.0, 0.5])],
+        {"N": 3, "beta": 1.0, "p": 2.0, "rtol": 1e-8, "atol": 1e-10},
+    ),
+    "dln.numerical_jacobian": (
+        lambda x, r: dln.numerical_jacobian(np.sin, x, rel_step=r),
+        [np.array([1.0, 2.0]), 1e-3],
+        {},
+    ),
     "dln.schatten_sigma_star": (dln.schatten_sigma_star, [2.0, 3, 3, 1.0], {}),
     "dln.sigma_star": (lambda N, d, b: dln.sigma_star(EN, N, d, b), [3, 3, 1.0], {}),
     "dln.relaxation_rates": (dln.relaxation_rates, [2.0, 3, 3, 1.0], {}),
@@ -299,9 +368,17 @@ BASE = {
     "dln.balanced_factors": (dln.balanced_factors, [np.diag([2.0, 1.0, 0.5]), 3], {}),
     "dln.end_to_end": (dln.end_to_end, [FAC], {}),
     "dln.balance_defect": (dln.balance_defect, [FAC], {}),
-    "dln.spectral_gradient_matrix": (dln.spectral_gradient_matrix, [np.diag([2.0, 1.0])], {"N": 3, "beta": 1.0, "p": 2.0}),
+    "dln.spectral_gradient_matrix": (
+        dln.spectral_gradient_matrix,
+        [np.diag([2.0, 1.0])],
+        {"N": 3, "beta": 1.0, "p": 2.0},
+    ),
     "dln.train_factors": (dln.train_factors, [FAC], {"N": 3, "beta": 1.0, "step": 0.01, "steps": 5, "p": 2.0}),
-    "dln.equilibrium_spectrum": (dln.equilibrium_spectrum, [np.array([2.0, 1.0, 0.5])], {"N": 3, "beta": 1.0, "p": 2.0}),
+    "dln.equilibrium_spectrum": (
+        dln.equilibrium_spectrum,
+        [np.array([2.0, 1.0, 0.5])],
+        {"N": 3, "beta": 1.0, "p": 2.0},
+    ),
     "dln.quarter_circle_density": (dln.quarter_circle_density, [np.array([0.1, 0.5]), 1.0], {}),
 }
 
@@ -311,35 +388,69 @@ ORACLES = [
     ("ae.eos_ceiling(1e-300, 5)", lambda: ae.eos_ceiling(1e-300, 5.0), 2.0 / (1e-300 * 5.0)),
     ("pl.kernel_alignment(1e160 I, I)", lambda: pl.kernel_alignment(1e160 * np.eye(3), np.eye(3)), 1.0),
     ("pl.kernel_alignment(1e-170 I, I)", lambda: pl.kernel_alignment(1e-170 * np.eye(3), np.eye(3)), 1.0),
-    ("dln.schatten_sigma_star(beta=5e-324)", lambda: dln.schatten_sigma_star(2.0, 3, 3, 5e-324),
-     math.exp(0.5 * (math.log(2 / 3) - math.log(5e-324)))),
+    (
+        "dln.schatten_sigma_star(beta=5e-324)",
+        lambda: dln.schatten_sigma_star(2.0, 3, 3, 5e-324),
+        math.exp(0.5 * (math.log(2 / 3) - math.log(5e-324))),
+    ),
     ("pl.sqrtm_psd(indefinite)", lambda: pl.sqrtm_psd(np.diag([1.0, -1.0])), None),
     ("check_spd(singular)", lambda: validation.check_symmetric_positive_definite("x", np.ones((2, 2))), None),
-    ("check_spd(near singular)", lambda: validation.check_symmetric_positive_definite(
-        "x", np.array([[1.0, 1.0], [1.0, 1.0 + 1e-15]])), None),
+    (
+        "check_spd(near singular)",
+        lambda: validation.check_symmetric_positive_definite("x", np.array([[1.0, 1.0], [1.0, 1.0 + 1e-15]])),
+        None,
+    ),
     ("check_int(1e300)", lambda: validation.check_int("N", 1e300), None),
-    ("engine.check_divergence(limit=nan)", lambda: engine.check_divergence(np.ones(2), step=1, limit=float("nan")), None),
+    (
+        "engine.check_divergence(limit=nan)",
+        lambda: engine.check_divergence(np.ones(2), step=1, limit=float("nan")),
+        None,
+    ),
     ("config.sized(nan, 1)", lambda: config.sized(float("nan"), 1), None),
     ("dln.entropy([2,1], 1e300)", lambda: dln.entropy([2.0, 1.0], 1e300), None),
     ("dln.entropy([2,1], 10**9)", lambda: dln.entropy([2.0, 1.0], 10**9), "finite"),
     ("dln.A_eigenvalues([2,1], 10**9)", lambda: dln.A_eigenvalues([2.0, 1.0], 10**9), "finite"),
-    ("dln.equilibrium_spectrum(N=10**9)", lambda: dln.equilibrium_spectrum([2.0, 1.0], N=10**9, beta=1.0, p=2.0), "finite"),
+    (
+        "dln.equilibrium_spectrum(N=10**9)",
+        lambda: dln.equilibrium_spectrum([2.0, 1.0], N=10**9, beta=1.0, p=2.0),
+        "finite",
+    ),
     ("dln.A_operator(N=10**9)", lambda: dln.A_operator(np.eye(2), np.eye(2), 10**9), "finite"),
-    ("dln.singular_value_flow(atol=1e-8+1j)", lambda: dln.singular_value_flow(
-        [2.0, 1.0], [0.0, 1.0], N=3, beta=1.0, p=2.0, atol=1e-8 + 1j), None),
-    ("dln.singular_value_flow(rtol=nan)", lambda: dln.singular_value_flow(
-        [2.0, 1.0], [0.0, 1.0], N=3, beta=1.0, p=2.0, rtol=float("nan")), None),
-    ("dln.singular_value_flow(t_end=1e-200)", lambda: dln.singular_value_flow(
-        [2.0, 1.0], [0.0, 1e-200], N=3, beta=1.0, p=2.0), "finite"),
-    ("dln.singular_value_flow(sigma0*1e300)", lambda: dln.singular_value_flow(
-        [2e300, 1e300], [0.0, 1.0], N=3, beta=1.0, p=2.0), "finite"),
-    ("dln.singular_value_flow(sigma0*1e-300)", lambda: dln.singular_value_flow(
-        [2e-300, 1e-300], [0.0, 1.0], N=3, beta=1.0, p=2.0), "finite"),
-    ("ae.gradient_flow(T=1e6)", lambda: ae.gradient_flow(0.3 * np.ones((4, 2)), 0.2 * np.ones((2, 4)), LAM,
-                                                         [0.0, 1e6]), "finite"),
+    (
+        "dln.singular_value_flow(atol=1e-8+1j)",
+        lambda: dln.singular_value_flow([2.0, 1.0], [0.0, 1.0], N=3, beta=1.0, p=2.0, atol=1e-8 + 1j),
+        None,
+    ),
+    (
+        "dln.singular_value_flow(rtol=nan)",
+        lambda: dln.singular_value_flow([2.0, 1.0], [0.0, 1.0], N=3, beta=1.0, p=2.0, rtol=float("nan")),
+        None,
+    ),
+    (
+        "dln.singular_value_flow(t_end=1e-200)",
+        lambda: dln.singular_value_flow([2.0, 1.0], [0.0, 1e-200], N=3, beta=1.0, p=2.0),
+        "finite",
+    ),
+    (
+        "dln.singular_value_flow(sigma0*1e300)",
+        lambda: dln.singular_value_flow([2e300, 1e300], [0.0, 1.0], N=3, beta=1.0, p=2.0),
+        "finite",
+    ),
+    (
+        "dln.singular_value_flow(sigma0*1e-300)",
+        lambda: dln.singular_value_flow([2e-300, 1e-300], [0.0, 1.0], N=3, beta=1.0, p=2.0),
+        "finite",
+    ),
+    (
+        "ae.gradient_flow(T=1e6)",
+        lambda: ae.gradient_flow(0.3 * np.ones((4, 2)), 0.2 * np.ones((2, 4)), LAM, [0.0, 1e6]),
+        "finite",
+    ),
     ("ae.scale_flow(S0*1e300)", lambda: ae.scale_flow(np.eye(2) * 1e300, np.eye(2), [0.0, 1.0]), "finite"),
-    ("ae.charge_increments_along_sgd(eta=0.6)", lambda: ae.charge_increments_along_sgd(LAM, 2, 0.6, 8, 50), "clean-named"),
+    (
+        "ae.charge_increments_along_sgd(eta=0.6)",
+        lambda: ae.charge_increments_along_sgd(LAM, 2, 0.6, 8, 50),
+        "clean-named",
+    ),
     ("ae.drift_correction(tied, eta=1e-8)", lambda: ae.drift_correction(np.ones(4), 2, 1.0, 1e-8), "finite"),
 ]
-
-

@@ -14,7 +14,7 @@ import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
-_PATCH = '''
+_PATCH = """
 import functools as _ft, importlib as _il, numpy as _np
 _mod = _il.import_module({module!r})
 _orig = getattr(_mod, {name!r})
@@ -28,7 +28,7 @@ def _scale(v, f={factor!r}):
 def _distorted(*a, **k):
     return _scale(_orig(*a, **k))
 setattr(_mod, {name!r}, _distorted)
-'''
+"""
 
 
 def page_fails_with_distortion(page: str, target: str, factor: float = 1.1, timeout: int = 600) -> tuple[bool, str]:
@@ -49,14 +49,17 @@ def page_fails_with_distortion(page: str, target: str, factor: float = 1.1, time
     path = ROOT / page
     nb = jupytext.read(path)
     nb.cells.insert(0, nbformat.v4.new_code_cell(_PATCH.format(module=module, name=name, factor=factor)))
-    env_backup = {k: os.environ.get(k) for k in ("BOOK_QUICK", "MPLBACKEND", "SYMBREAK_PROGRESS", "SYMBREAK_CLAIMS_DIR")}
+    env_backup = {
+        k: os.environ.get(k) for k in ("BOOK_QUICK", "MPLBACKEND", "SYMBREAK_PROGRESS", "SYMBREAK_CLAIMS_DIR")
+    }
     os.environ.update(BOOK_QUICK="1", MPLBACKEND="Agg", SYMBREAK_PROGRESS="0")
     import tempfile
 
     os.environ["SYMBREAK_CLAIMS_DIR"] = tempfile.mkdtemp(prefix="mutate-")
     try:
-        client = nbclient.NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                                         resources={"metadata": {"path": str(path.parent)}})
+        client = nbclient.NotebookClient(
+            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        )
         try:
             client.execute()
         except nbclient.exceptions.CellExecutionError as err:

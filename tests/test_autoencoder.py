@@ -119,8 +119,11 @@ def test_overcomplete_hessian_is_invariant_under_inversion():
         W, U = ae.overcomplete_point(4, 6, s)
         auto = np.linalg.eigvalsh(ae.autograd_hessian(lam, W, U))
         assert np.max(np.abs(auto - ae.overcomplete_hessian_eigenvalues(lam, 6, s))) < 1e-9
-        assert np.allclose(ae.overcomplete_hessian_eigenvalues(lam, 6, s),
-                           ae.overcomplete_hessian_eigenvalues(lam, 6, 1 / s), atol=1e-12)
+        assert np.allclose(
+            ae.overcomplete_hessian_eigenvalues(lam, 6, s),
+            ae.overcomplete_hessian_eigenvalues(lam, 6, 1 / s),
+            atol=1e-12,
+        )
 
 
 # ------------------------------------------------------------------ edge of stability
@@ -192,8 +195,9 @@ def test_sgd_charge_update_and_its_sign_on_the_pca_manifold():
     sh = x @ x.T / 16
     W, U = 0.7 * g.standard_normal((6, 3)), 0.7 * g.standard_normal((3, 6))
     W1, U1 = ae.sgd_step(W, U, sh, 0.05)
-    assert np.allclose(ae.noether_charge(W1, U1) - ae.noether_charge(W, U), ae.charge_increment(W, U, sh, 0.05),
-                       atol=1e-13)  # A.15 exactly
+    assert np.allclose(
+        ae.noether_charge(W1, U1) - ae.noether_charge(W, U), ae.charge_increment(W, U, sh, 0.05), atol=1e-13
+    )  # A.15 exactly
     W, U = ae.pca_point([2.0, 1.0, 0.5], 6)
     _, gU = ae.minibatch_gradients(W, U, sh)
     assert np.max(np.abs(gU)) < 1e-14  # A.21
@@ -326,8 +330,12 @@ def test_expected_charge_increment_matches_monte_carlo_and_the_manifold_value():
     assert np.all(np.abs(inc.mean(0) - ae.expected_charge_increment(W, U, LAM6, 0.1, 8)) < 4 * se)
     s = np.array([2.0, 0.7])
     Wm, Um = ae.pca_point(s, 6)  # on the manifold: (η²/B) S^{-1/2} C S^{-1/2}
-    assert np.allclose(ae.expected_charge_increment(Wm, Um, LAM6, 0.1, 8),
-                       0.1**2 / 8 * np.diag(ae.growth_rates(LAM6, 2) / s), rtol=1e-12, atol=1e-15)
+    assert np.allclose(
+        ae.expected_charge_increment(Wm, Um, LAM6, 0.1, 8),
+        0.1**2 / 8 * np.diag(ae.growth_rates(LAM6, 2) / s),
+        rtol=1e-12,
+        atol=1e-15,
+    )
 
 
 def test_drift_correction_is_first_order_in_eta_and_independent_of_b():
@@ -340,8 +348,11 @@ def test_drift_correction_is_first_order_in_eta_and_independent_of_b():
     w2, u2 = ae.off_manifold_fluctuations(lam, 10, s, 0.002, 64)
     assert w1 / w2 == pytest.approx(2.0, rel=1e-12) and u1 / u2 == pytest.approx(2.0, rel=1e-12)
     tau = np.linspace(0, 0.3, 7)
-    assert np.allclose(ae.corrected_scale(lam, 10, 1e-7, tau),
-                       ae.lambert_scale(1.0, ae.growth_rates(lam, 10)[None, :], tau[:, None]), rtol=1e-5)
+    assert np.allclose(
+        ae.corrected_scale(lam, 10, 1e-7, tau),
+        ae.lambert_scale(1.0, ae.growth_rates(lam, 10)[None, :], tau[:, None]),
+        rtol=1e-5,
+    )
 
 
 def test_corrected_flow_and_fluctuations_match_sgd_at_large_eta():

@@ -65,7 +65,7 @@ def test_polar_rotation_is_the_orthogonal_factor():
     A = make_rng(4).standard_normal((3, 5, 5))
     O = ae.polar_rotation(A)
     np.testing.assert_allclose(np.einsum("nji,njk->nik", O, O), np.broadcast_to(np.eye(5), (3, 5, 5)), atol=1e-12)
-    P = np.einsum("nji,njk->nik", O, A)                     # Oᵀ A must be symmetric positive semi-definite
+    P = np.einsum("nji,njk->nik", O, A)  # Oᵀ A must be symmetric positive semi-definite
     np.testing.assert_allclose(P, np.swapaxes(P, 1, 2), atol=1e-12)
 
 
@@ -93,8 +93,9 @@ def test_charge_noise_std_scales_with_eta():
     np.testing.assert_allclose(b[1:], 2 * a[1:], rtol=1e-6)
 
 
-@pytest.mark.parametrize("corner", list(itertools.product(*[ae.EXPLORER_BOX[p] for p in
-                                                            ("eta", "batch_size", "k", "gap", "noncommuting")])))
+@pytest.mark.parametrize(
+    "corner", list(itertools.product(*[ae.EXPLORER_BOX[p] for p in ("eta", "batch_size", "k", "gap", "noncommuting")]))
+)
 def test_explorer_runs_at_every_corner_of_its_box(corner):
     eta, b, k, gap, nu = corner
     r = ae.explorer_run(eta, b, k, gap, nu, max_steps=300, n_records=10, seeds=1)
@@ -112,12 +113,22 @@ def test_explorer_follows_the_theory_at_the_default_setting():
     assert np.abs(r["scales"] / th - 1).max() < 0.06
 
 
-@pytest.mark.parametrize("kw, name", [
-    (dict(eta=0.5), "eta"), (dict(eta=0.001), "eta"), (dict(batch_size=8), "batch_size"),
-    (dict(batch_size=64.5), "batch_size"), (dict(k=0), "k"), (dict(k=20), "k"), (dict(gap=0.5), "gap"),
-    (dict(noncommuting=1.5), "noncommuting"), (dict(noncommuting=float("nan")), "noncommuting"),
-    (dict(max_steps=0), "max_steps"), (dict(seeds=0), "seeds"),
-])
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        (dict(eta=0.5), "eta"),
+        (dict(eta=0.001), "eta"),
+        (dict(batch_size=8), "batch_size"),
+        (dict(batch_size=64.5), "batch_size"),
+        (dict(k=0), "k"),
+        (dict(k=20), "k"),
+        (dict(gap=0.5), "gap"),
+        (dict(noncommuting=1.5), "noncommuting"),
+        (dict(noncommuting=float("nan")), "noncommuting"),
+        (dict(max_steps=0), "max_steps"),
+        (dict(seeds=0), "seeds"),
+    ],
+)
 def test_explorer_rejects_values_outside_its_box(kw, name):
     with pytest.raises(ValueError, match=name):
         ae.explorer_run(**kw)
@@ -142,8 +153,15 @@ def test_gl_flow_rejects_bad_times_and_a_missing_gap():
         ae.gl_flow_drift(flat, K, np.eye(K))
 
 
-@pytest.mark.parametrize("kw, name", [(dict(eta=0.0), "eta"), (dict(batch_size=0), "batch_size"),
-                                      (dict(s0=-1.0), "s0"), (dict(taus=[0.2, 0.1]), "taus")])
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        (dict(eta=0.0), "eta"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(s0=-1.0), "s0"),
+        (dict(taus=[0.2, 0.1]), "taus"),
+    ],
+)
 def test_charge_noise_std_rejects_bad_input(kw, name):
     args = dict(eta=0.02, batch_size=32, taus=[0.0, 0.1])
     args.update(kw)
@@ -165,14 +183,23 @@ def test_variants_simulator_grows_the_charge_and_stays_on_the_manifold():
 
 def test_variants_weight_decay_pulls_the_charge_back():
     S0 = ae.simulate_sgd_variants(LAM, K, 0.02, 32, 500, weight_decay=0.05, seeds=1, n_records=2, seed=2)
-    assert np.trace(S0.Q[0, -1]) < 0.8 * np.trace(ae.simulate_sgd_variants(LAM, K, 0.02, 32, 500, seeds=1,
-                                                                             n_records=2, seed=2).Q[0, -1])
+    assert np.trace(S0.Q[0, -1]) < 0.8 * np.trace(
+        ae.simulate_sgd_variants(LAM, K, 0.02, 32, 500, seeds=1, n_records=2, seed=2).Q[0, -1]
+    )
 
 
-@pytest.mark.parametrize("kw, name", [(dict(momentum=1.0), "momentum"), (dict(momentum=-0.1), "momentum"),
-                                      (dict(weight_decay=-1.0), "weight_decay"),
-                                      (dict(weight_decay=float("inf")), "weight_decay"), (dict(data="cauchy"), "data"),
-                                      (dict(seeds=0), "seeds"), (dict(n_records=0), "n_records")])
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        (dict(momentum=1.0), "momentum"),
+        (dict(momentum=-0.1), "momentum"),
+        (dict(weight_decay=-1.0), "weight_decay"),
+        (dict(weight_decay=float("inf")), "weight_decay"),
+        (dict(data="cauchy"), "data"),
+        (dict(seeds=0), "seeds"),
+        (dict(n_records=0), "n_records"),
+    ],
+)
 def test_variants_reject_bad_input(kw, name):
     with pytest.raises(ValueError, match=name):
         ae.simulate_sgd_variants(LAM, K, 0.01, 32, 10, **kw)

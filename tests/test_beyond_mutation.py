@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from mutate import page_fails_with_distortion
 
 CASES = [

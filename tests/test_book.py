@@ -81,8 +81,13 @@ def test_claims_inventories_are_well_formed():
     paths = sorted(BOOK.glob("*/results.yml"))
     rows = claims.load_inventory(paths)
     pages = set(toc_files())
-    bad = [r for r in rows if r["paper"] not in claims.PAPERS or r["status"] not in claims.STATUSES
-           or (r.get("page") is not None and r["page"] not in pages)]
+    bad = [
+        r
+        for r in rows
+        if r["paper"] not in claims.PAPERS
+        or r["status"] not in claims.STATUSES
+        or (r.get("page") is not None and r["page"] not in pages)
+    ]
     assert not bad, f"inventory rows with an unknown paper, status or page: {bad}"
     keys = [(r["paper"], r["ref"]) for r in rows]
     dupes = {k for k in keys if keys.count(k) > 1}

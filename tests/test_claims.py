@@ -93,8 +93,10 @@ def test_reopening_a_page_clears_its_records(ledger, monkeypatch):
 
 def test_diff_reports():
     a = [{"id": "x", "statement": "s", "status": "reproduced", "holds": True, "measured": 1.0, "expected": 1.0}]
-    b = [dict(a[0], measured=1.1), {"id": "y", "statement": "t", "status": "stated", "holds": None,
-                                     "measured": None, "expected": None}]
+    b = [
+        dict(a[0], measured=1.1),
+        {"id": "y", "statement": "t", "status": "stated", "holds": None, "measured": None, "expected": None},
+    ]
     out = claims.diff_reports(a, b)
     assert any(line.startswith("+ y") for line in out)
     assert any("measured 1.0 -> 1.1" in line for line in out)

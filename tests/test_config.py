@@ -3,7 +3,9 @@ import pytest
 from symbreak.config import QUICK_ENV_VAR, mode_name, quick_mode, sized
 
 
-@pytest.mark.parametrize("value, expected", [("1", True), ("true", True), ("ON", True), ("0", False), ("", False), ("no", False)])
+@pytest.mark.parametrize(
+    "value, expected", [("1", True), ("true", True), ("ON", True), ("0", False), ("", False), ("no", False)]
+)
 def test_quick_mode_reads_the_environment(monkeypatch, value, expected):
     monkeypatch.setenv(QUICK_ENV_VAR, value)
     assert quick_mode() is expected

@@ -61,6 +61,7 @@ def _rel(a, b):
 # entropy
 # ------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("N", [2, 3, 7, 20])
 @pytest.mark.parametrize("gap", [1e-1, 1e-4, 1e-8, 1e-12])
 def test_entropy_matches_high_precision_quotient(N, gap):
@@ -123,8 +124,14 @@ def test_s_infinity_is_the_limit_of_the_shifted_entropy():
     # S_∞ against its literal quotient in high precision
     with mp.workdps(50):
         s = [mp.mpf(x) for x in sigma]
-        ref = sum(mp.log((s[i] ** 2 - s[j] ** 2) / (mp.log(s[i] ** 2) - mp.log(s[j] ** 2)))
-                  for i in range(d) for j in range(i + 1, d)) / 2
+        ref = (
+            sum(
+                mp.log((s[i] ** 2 - s[j] ** 2) / (mp.log(s[i] ** 2) - mp.log(s[j] ** 2)))
+                for i in range(d)
+                for j in range(i + 1, d)
+            )
+            / 2
+        )
     assert abs(s_inf - float(ref)) < 1e-13
     target = -0.5 * (d - 1) * np.log(sigma).sum()
     for N in (100, 1000, 10000):
@@ -146,6 +153,7 @@ def test_entropy_equals_quarter_log_determinant_of_A():
 # ------------------------------------------------------------------------------------------------
 # gradient and Hessian
 # ------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("N", FINITE_N + [np.inf])
 @pytest.mark.parametrize("kind", ["distinct", "near", "tied"])
@@ -212,7 +220,9 @@ def test_gradient_at_ties_is_the_limit(N):
 def test_hessian_of_s_infinity_against_finite_differences():
     for sigma in _test_points(seed=5).values():
         h = dln.entropy_hessian(sigma, np.inf)
-        fd = np.stack([_fd_gradient(lambda s, i=i: dln.entropy_gradient(s, np.inf)[i], sigma) for i in range(sigma.size)])
+        fd = np.stack(
+            [_fd_gradient(lambda s, i=i: dln.entropy_gradient(s, np.inf)[i], sigma) for i in range(sigma.size)]
+        )
         assert _rel(h, fd) < 1e-8
 
 
@@ -223,13 +233,26 @@ def test_derivatives_for_widely_separated_singular_values(N):
     d = len(sig)
 
     def f(*x):
-        return sum(mp.log((x[i] ** 2 - x[j] ** 2) / (x[i] ** (mp.mpf(2) / N) - x[j] ** (mp.mpf(2) / N)))
-                   for i in range(d) for j in range(i + 1, d)) / 2
+        return (
+            sum(
+                mp.log((x[i] ** 2 - x[j] ** 2) / (x[i] ** (mp.mpf(2) / N) - x[j] ** (mp.mpf(2) / N)))
+                for i in range(d)
+                for j in range(i + 1, d)
+            )
+            / 2
+        )
 
     with mp.workdps(40):
         grad = np.array([float(mp.diff(f, sig, tuple(int(k == i) for k in range(d)))) for i in range(d)])
-        hess = np.array([[float(mp.diff(f, sig, tuple((2 if i == j else 1) if k in (i, j) else 0 for k in range(d))))
-                          for j in range(d)] for i in range(d)])
+        hess = np.array(
+            [
+                [
+                    float(mp.diff(f, sig, tuple((2 if i == j else 1) if k in (i, j) else 0 for k in range(d))))
+                    for j in range(d)
+                ]
+                for i in range(d)
+            ]
+        )
     s = np.array([float(x) for x in sig])
     assert np.max(np.abs(dln.entropy_gradient(s, N) / grad - 1)) < 1e-12
     assert np.max(np.abs(dln.entropy_hessian(s, N) / hess - 1)) < 1e-10
@@ -246,9 +269,16 @@ def test_pair_kernels_at_ties_and_against_their_quotient_forms(N):
     assert _rel(p, p_star) < 1e-13 and _rel(q, q_star) < 1e-13
     if not np.isinf(N):  # the quotient forms (4.9)-(4.10) far from the tie
         x, y = 2.0, 0.7
-        pq = 2 * x * y / (x**2 - y**2) ** 2 - 2 * x ** (2 / N - 1) * y ** (2 / N - 1) / (N * (x ** (2 / N) - y ** (2 / N))) ** 2
-        qq = (-(x**2 + y**2) / (x**2 - y**2) ** 2
-              + x ** (2 / N - 2) * (N * (x ** (2 / N) - y ** (2 / N)) + 2 * y ** (2 / N)) / (N * (x ** (2 / N) - y ** (2 / N))) ** 2)
+        pq = (
+            2 * x * y / (x**2 - y**2) ** 2
+            - 2 * x ** (2 / N - 1) * y ** (2 / N - 1) / (N * (x ** (2 / N) - y ** (2 / N))) ** 2
+        )
+        qq = (
+            -(x**2 + y**2) / (x**2 - y**2) ** 2
+            + x ** (2 / N - 2)
+            * (N * (x ** (2 / N) - y ** (2 / N)) + 2 * y ** (2 / N))
+            / (N * (x ** (2 / N) - y ** (2 / N))) ** 2
+        )
         p2, q2 = dln.pair_kernels(x, y, N)
         assert abs(p2 - pq) < 1e-13 and abs(q2 - qq) < 1e-13
         # and negativity (Lemma 4.3), on a grid of ratios, not one point
@@ -261,6 +291,7 @@ def test_pair_kernels_at_ties_and_against_their_quotient_forms(N):
 # ------------------------------------------------------------------------------------------------
 # concavity (Theorems 1.9 and 1.10)
 # ------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("N, d", [(2, 3), (2, 5), (3, 2), (3, 5), (5, 4), (np.inf, 3)])
 def test_euclidean_hessian_is_negative_definite(N, d):
@@ -308,8 +339,11 @@ def test_riemannian_hessian_is_the_flat_hessian_in_lambda():
 
             def s_of_lambda(lam, N=N, d=d):
                 lam2 = lam**2
-                return sum(0.5 * torch.log(sum(lam2[i] ** (N - 1 - m) * lam2[j] ** m for m in range(N)))
-                           for i in range(d) for j in range(i + 1, d))
+                return sum(
+                    0.5 * torch.log(sum(lam2[i] ** (N - 1 - m) * lam2[j] ** m for m in range(N)))
+                    for i in range(d)
+                    for j in range(i + 1, d)
+                )
 
             lam = torch.tensor(sigma ** (1 / N), dtype=torch.float64)
             h_lam = torch.autograd.functional.hessian(s_of_lambda, lam).numpy()
@@ -373,8 +407,14 @@ def test_rates_against_the_numerical_jacobian(p, N, d, beta):
 def test_rates_for_a_general_spectral_energy():
     """g(x) = x + x²/2 couples the singular values (h_2 ≠ 0): Theorem 1.3 with θ_1 ≠ θ_⊥."""
     base = dln.schatten_energy(2.0)
-    energy = dln.SpectralEnergy(f=base.f, df=base.df, d2f=base.d2f, g=lambda x: x + 0.5 * x**2,
-                                dg=lambda x: 1.0 + x, d2g=lambda x: np.ones_like(x))
+    energy = dln.SpectralEnergy(
+        f=base.f,
+        df=base.df,
+        d2f=base.d2f,
+        g=lambda x: x + 0.5 * x**2,
+        dg=lambda x: 1.0 + x,
+        d2g=lambda x: np.ones_like(x),
+    )
     N, d, beta = 3, 4, 2.0
     s = dln.sigma_star(energy, N, d, beta)
     assert abs((1 + d * s**2 / 2) * s - (d - 1) * (1 - 1 / N) / (2 * beta * s)) < 1e-12
@@ -390,8 +430,9 @@ def test_measured_decay_of_uniform_and_relative_modes():
     rho1, rho_perp = dln.relaxation_rates(p, N, d, beta)
     t = np.linspace(0.5, 2.5, 9)
     for v, rho in ((np.ones(d), rho1), (np.array([1.0, -1.0, 0.5, -0.5]), rho_perp)):
-        out = dln.singular_value_flow(s * (1 + 1e-5 * v), np.concatenate([[0.0], t]), N=N, beta=beta, p=p,
-                                      rtol=1e-13, atol=1e-15)[1:]
+        out = dln.singular_value_flow(
+            s * (1 + 1e-5 * v), np.concatenate([[0.0], t]), N=N, beta=beta, p=p, rtol=1e-13, atol=1e-15
+        )[1:]
         amp = (out - s) @ v / (v @ v)
         slope = np.polyfit(t, np.log(np.abs(amp)), 1)[0]
         assert abs(slope / rho - 1) < 1e-3
@@ -401,11 +442,13 @@ def test_measured_decay_of_uniform_and_relative_modes():
 # the exact solution (Theorem 1.7)
 # ------------------------------------------------------------------------------------------------
 
+
 def _scale_ode(t, s0, p, N, d, beta):
     nu = N * p
     ss = dln.schatten_sigma_star(p, N, d, beta) ** (1 / N)
-    sol = integrate.solve_ivp(lambda _t, s: -s ** (nu - 1) + ss**nu / s, (0, t[-1]), [s0], method="DOP853",
-                              rtol=1e-13, atol=1e-16, t_eval=t)
+    sol = integrate.solve_ivp(
+        lambda _t, s: -(s ** (nu - 1)) + ss**nu / s, (0, t[-1]), [s0], method="DOP853", rtol=1e-13, atol=1e-16, t_eval=t
+    )
     return sol.y[0]
 
 
@@ -444,8 +487,15 @@ def test_time_function_is_the_papers_formula_below_and_the_principal_value_above
         head = integrate.quad(lambda w: 1 / (a * (1 - w ** (1 / a))), 0, 0.5**a, epsabs=1e-14, epsrel=1e-13)[0]
         pv = -integrate.quad(lambda v: v ** (a - 1), 0.5, z, weight="cauchy", wvar=1.0, epsabs=1e-14, epsrel=1e-13)[0]
         ref = ss ** (2 - nu) / nu * (head + pv)
-        closed = ss ** (2 - nu) / nu * (math.pi / math.tan(math.pi * a) + z ** (a - 1) / (1 - a)
-                                        + z ** (a - 2) / (2 - a) * special.hyp2f1(1, 2 - a, 3 - a, 1 / z))
+        closed = (
+            ss ** (2 - nu)
+            / nu
+            * (
+                math.pi / math.tan(math.pi * a)
+                + z ** (a - 1) / (1 - a)
+                + z ** (a - 2) / (2 - a) * special.hyp2f1(1, 2 - a, 3 - a, 1 / z)
+            )
+        )
         got = dln.scale_time_function(s, p=p, N=N, d=d, beta=beta)
         assert abs(got - ref) < 1e-9 * abs(ref)
         assert abs(got - closed) < 1e-12 * abs(closed)
@@ -465,6 +515,7 @@ def test_exact_solution_is_the_flow_on_the_diagonal():
 # ------------------------------------------------------------------------------------------------
 # matrices: A_{N,X}, balanced factors, trained networks
 # ------------------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("N", [1, 2, 3, 5])
 def test_lemma_2_1_eigenstructure(N):
@@ -540,14 +591,16 @@ def test_trained_matrices_reach_sigma_star_times_the_initial_polar_factor():
     X0 = rng.standard_normal((d, d))
     U, _, Vt = np.linalg.svd(X0)
     s = dln.schatten_sigma_star(p, N, d, beta)
-    res = dln.train_factors(dln.balanced_factors(X0, N, rng), N=N, beta=beta, p=p, step=2e-3, steps=3000,
-                            record_every=3000)
+    res = dln.train_factors(
+        dln.balanced_factors(X0, N, rng), N=N, beta=beta, p=p, step=2e-3, steps=3000, record_every=3000
+    )
     assert np.max(np.abs(res["X"] / s - U @ Vt)) < 1e-5
 
 
 # ------------------------------------------------------------------------------------------------
 # large d (Section 8.3)
 # ------------------------------------------------------------------------------------------------
+
 
 def test_large_d_equilibrium_is_a_dirac_mass_and_the_coulomb_gas_spreads():
     d, N, p, beta0 = 200, 3, 2.0, 1.0
@@ -575,6 +628,7 @@ def test_large_d_equilibrium_is_a_dirac_mass_and_the_coulomb_gas_spreads():
 # ------------------------------------------------------------------------------------------------
 # bad inputs
 # ------------------------------------------------------------------------------------------------
+
 
 def test_bad_inputs_raise_value_errors_naming_the_parameter():
     ok = np.array([2.0, 1.0])

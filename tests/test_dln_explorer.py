@@ -11,7 +11,11 @@ from symbreak import dln
 
 BOX = dln.EXPLORER_BOX
 CORNERS = list(itertools.product(BOX["N"], BOX["log10_beta"], BOX["p"]))
-GRID = [v for v in itertools.product((2, 3, 5, 6, 8), (-0.5, 0.5), (1.0, 2.25, 3.0, 4.0)) if v[0] in (3, 6) or v[2] in (2.25, 3.0)]
+GRID = [
+    v
+    for v in itertools.product((2, 3, 5, 6, 8), (-0.5, 0.5), (1.0, 2.25, 3.0, 4.0))
+    if v[0] in (3, 6) or v[2] in (2.25, 3.0)
+]
 
 
 def _check_view(N, lb, p, n_grid=8, n_times=40, compare_flow=True):
@@ -38,8 +42,7 @@ def _check_view(N, lb, p, n_grid=8, n_times=40, compare_flow=True):
     t = v["scale_times"][:: max(1, n_times // 5)]
     for r, curve in zip(v["scale_starts"], curves):
         flow = dln.singular_value_flow(np.full(2, r * s), t, N=N, beta=beta, p=p, rtol=1e-12, atol=1e-14)
-        assert np.max(np.abs(flow[:, 0] / s - curve[:: max(1, n_times // 5)])
-                      / curve[:: max(1, n_times // 5)]) < 1e-8
+        assert np.max(np.abs(flow[:, 0] / s - curve[:: max(1, n_times // 5)]) / curve[:: max(1, n_times // 5)]) < 1e-8
     return v
 
 
@@ -58,13 +61,21 @@ def test_explorer_reproduces_the_issue_crashes_without_error():
         _check_view(N, -0.5, p)
 
 
-@pytest.mark.parametrize("kwargs, name", [
-    (dict(N=1, log10_beta=0.0, p=2.0), "N"), (dict(N=2.5, log10_beta=0.0, p=2.0), "N"),
-    (dict(N=3, log10_beta=7.0, p=2.0), "log10_beta"), (dict(N=3, log10_beta=float("nan"), p=2.0), "log10_beta"),
-    (dict(N=3, log10_beta=0.0, p=0.5), "p"), (dict(N=3, log10_beta=0.0, p=100.0), "p"),
-    (dict(N=3, log10_beta=0.0, p=2.0, n_grid=2), "n_grid"), (dict(N=3, log10_beta=0.0, p=2.0, n_times=10**6), "n_times"),
-    (dict(N=3, log10_beta=0.0, p=2.0, starts=[0.0]), "starts"), (dict(N=3, log10_beta=0.0, p=2.0, starts=[1e9]), "starts"),
-])
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(N=1, log10_beta=0.0, p=2.0), "N"),
+        (dict(N=2.5, log10_beta=0.0, p=2.0), "N"),
+        (dict(N=3, log10_beta=7.0, p=2.0), "log10_beta"),
+        (dict(N=3, log10_beta=float("nan"), p=2.0), "log10_beta"),
+        (dict(N=3, log10_beta=0.0, p=0.5), "p"),
+        (dict(N=3, log10_beta=0.0, p=100.0), "p"),
+        (dict(N=3, log10_beta=0.0, p=2.0, n_grid=2), "n_grid"),
+        (dict(N=3, log10_beta=0.0, p=2.0, n_times=10**6), "n_times"),
+        (dict(N=3, log10_beta=0.0, p=2.0, starts=[0.0]), "starts"),
+        (dict(N=3, log10_beta=0.0, p=2.0, starts=[1e9]), "starts"),
+    ],
+)
 def test_explorer_rejects_bad_input(kwargs, name):
     with pytest.raises((ValueError, TypeError), match=name):
         dln.explorer_view(**kwargs)

@@ -18,8 +18,11 @@ def test_orbit_volume_minus_entropy_is_constant(N):
     for d in (2, 3, 4):
         for _ in range(2):
             sig = np.sort(np.exp(rng.uniform(-1.5, 1.5, d)))[::-1]
-            offsets.append(dln.orbit_gram_logdet(sig, N, rng=rng) - dln.entropy(sig, N)
-                           - 0.25 * d * (d - 1) * (N - 1) * math.log(2))
+            offsets.append(
+                dln.orbit_gram_logdet(sig, N, rng=rng)
+                - dln.entropy(sig, N)
+                - 0.25 * d * (d - 1) * (N - 1) * math.log(2)
+            )
     assert np.max(np.abs(offsets)) < 1e-8
 
 
@@ -53,8 +56,15 @@ def test_spectral_matrix_flow_keeps_the_polar_factor_and_follows_the_chamber_flo
     V = np.linalg.qr(rng.standard_normal((d, d)))[0]
     s0 = np.array([2.0, 0.9, 0.3])
     t = np.linspace(0, 1.5, 7)
-    path = dln.matrix_flow(U @ np.diag(s0) @ V.T, t, N=N, beta=beta, rtol=1e-11, atol=1e-13,
-                           grad_energy=lambda X: dln.spectral_gradient_matrix(X, N=N, beta=np.inf, p=p))
+    path = dln.matrix_flow(
+        U @ np.diag(s0) @ V.T,
+        t,
+        N=N,
+        beta=beta,
+        rtol=1e-11,
+        atol=1e-13,
+        grad_energy=lambda X: dln.spectral_gradient_matrix(X, N=N, beta=np.inf, p=p),
+    )
     flow = dln.singular_value_flow(s0, t, N=N, beta=beta, p=p, rtol=1e-11, atol=1e-13)
     sv = np.linalg.svd(path, compute_uv=False)
     assert np.abs(sv - flow).max() < 1e-8
@@ -67,7 +77,9 @@ def test_matrix_linearisation_spectrum_and_multiplicities(p, N, d, beta):
     rng = make_rng(11)
     s = dln.schatten_sigma_star(p, N, d, beta)
     X = s * np.linalg.qr(rng.standard_normal((d, d)))[0]
-    J = dln.matrix_flow_jacobian(X, N=N, beta=beta, grad_energy=lambda Y: dln.spectral_gradient_matrix(Y, N=N, beta=np.inf, p=p))
+    J = dln.matrix_flow_jacobian(
+        X, N=N, beta=beta, grad_energy=lambda Y: dln.spectral_gradient_matrix(Y, N=N, beta=np.inf, p=p)
+    )
     ev = np.linalg.eigvals(J)
     r1, rp = dln.relaxation_rates(p, N, d, beta)
     theory = np.sort([0.0] * (d * (d - 1) // 2) + [r1] + [rp] * (d * (d + 1) // 2 - 1))
@@ -133,7 +145,7 @@ def test_concavity_discriminant_against_high_precision():
         with mp.workdps(300):
             x, k = mp.mpf(x), 1 - mp.mpf(1) / N
             g1 = mp.coth(x) - mp.coth(x / N) / N
-            g2 = -mp.csch(x) ** 2 + mp.csch(x / N) ** 2 / N**2
+            g2 = -(mp.csch(x) ** 2) + mp.csch(x / N) ** 2 / N**2
             return float(k**2 - 2 * k * g2 - g1**2)
 
     for N in (3, 4, 7, 20):

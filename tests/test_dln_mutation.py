@@ -4,7 +4,6 @@ must make that page fail on a claim in quick mode (``make mutation``; slow)."""
 from __future__ import annotations
 
 import pytest
-
 from mutate import page_fails_with_distortion
 
 CASES = [

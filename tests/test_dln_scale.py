@@ -9,8 +9,6 @@ above), and the library must return ``s`` at that time.
 
 from __future__ import annotations
 
-import math
-
 import mpmath as mp
 import numpy as np
 import pytest
@@ -33,8 +31,11 @@ def _reference_time(s, s0, p, N, d, beta):
             return z**a / a * mp.hyp2f1(1, a, 1 + a, z)
         if nu == 2:
             return -mp.log(z - 1)
-        return (mp.pi * mp.cot(mp.pi * a) + z ** (a - 1) / (1 - a)
-                + z ** (a - 2) / (2 - a) * mp.hyp2f1(1, 2 - a, 3 - a, 1 / z))
+        return (
+            mp.pi * mp.cot(mp.pi * a)
+            + z ** (a - 1) / (1 - a)
+            + z ** (a - 2) / (2 - a) * mp.hyp2f1(1, 2 - a, 3 - a, 1 / z)
+        )
 
     return sstar ** (2 - nu) / nu * (phi(s) - phi(s0)), sstar
 
@@ -55,8 +56,17 @@ def _check(p, N, d, beta, ratio0, q):
 
 
 # (p, N, d, beta): ν = Np from 2 to 64, integer and not
-PARAMS = [(1.0, 2, 3, 0.5), (1.25, 2, 3, 1.0), (1.0, 3, 2, 2.0), (2.0, 3, 4, 1.0), (4.0, 8, 3, 5.0),
-          (3.0, 8, 2, 10 ** -1.5), (8.0, 8, 2, 0.1), (32.0, 2, 5, 3.0), (4.0, 16, 3, 1.0)]
+PARAMS = [
+    (1.0, 2, 3, 0.5),
+    (1.25, 2, 3, 1.0),
+    (1.0, 3, 2, 2.0),
+    (2.0, 3, 4, 1.0),
+    (4.0, 8, 3, 5.0),
+    (3.0, 8, 2, 10**-1.5),
+    (8.0, 8, 2, 0.1),
+    (32.0, 2, 5, 3.0),
+    (4.0, 16, 3, 1.0),
+]
 RATIOS = [1e-12, 1e-3, 0.2, 0.6, 1 - 1e-7, 1 + 1e-7, 1.3, 3.0, 1e6]
 QS = [1e-9, 0.3, 0.9, 1 - 1e-10]
 

@@ -62,11 +62,12 @@ def test_static_html_shows_the_figure_at_its_natural_width():
 
 
 def test_initial_setting_and_labels():
-    html_out, _ = explorer.static_html(draw_lines, GRID, alt="curve", initial={"eta": 0.04, "B": 128},
-                                       labels={"eta": "&eta;"})
+    html_out, _ = explorer.static_html(
+        draw_lines, GRID, alt="curve", initial={"eta": 0.04, "B": 128}, labels={"eta": "&eta;"}
+    )
     data = _data(html_out)
     assert f'src="{data["frames"]["2-1"]}"' in html_out
-    assert "<span style=\"min-width:5em\">&eta;</span>" in html_out
+    assert '<span style="min-width:5em">&eta;</span>' in html_out
     assert 'value="2" aria-valuetext="0.04"' in html_out
 
 
@@ -144,7 +145,7 @@ def test_show_emits_html_and_a_png_fallback(monkeypatch):
     shown = []
     monkeypatch.setattr("IPython.display.display", lambda obj, raw=False: shown.append((obj, raw)))
     explorer.show(draw_lines, GRID, alt="curve", mode="static")
-    (bundle, raw), = shown
+    ((bundle, raw),) = shown
     assert raw and set(bundle) == {"text/html", "image/png", "text/plain"}
     assert base64.b64decode(bundle["image/png"])[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="mode must be"):

@@ -99,8 +99,17 @@ def test_sgd_drift_of_linear_autoencoder_follows_data_rates(digits):
     th = nl.pca_theory(X, 2)
     V = th["basis"][:, :2]
     W0 = np.broadcast_to(V, (8, 64, 2)).copy()
-    run = nl.train_autoencoder(X, W0, W0.transpose(0, 2, 1).copy(), activation="linear", eta=0.1, batch_size=1,
-                               steps=2000, record_every=1000, seed=3)
+    run = nl.train_autoencoder(
+        X,
+        W0,
+        W0.transpose(0, 2, 1).copy(),
+        activation="linear",
+        eta=0.1,
+        batch_size=1,
+        steps=2000,
+        record_every=1000,
+        seed=3,
+    )
     s = run.decoder_scale[-1].mean(0)
     assert np.allclose(s, sy.lambert_scale(1.0, th["c_data"], run.tau[-1]), rtol=0.05)
 
@@ -120,8 +129,9 @@ def test_train_autoencoder_is_seeded_and_detects_divergence(digits):
     b = nl.train_autoencoder(X, W, U, activation="tanh", eta=0.1, batch_size=4, steps=20, record_every=10, seed=5)
     assert np.array_equal(a.W, b.W)
     with pytest.raises(DivergenceError):
-        nl.train_autoencoder(X, W * 10, U * 10, activation="linear", eta=50.0, batch_size=4, steps=200,
-                             record_every=1, seed=1)
+        nl.train_autoencoder(
+            X, W * 10, U * 10, activation="linear", eta=50.0, batch_size=4, steps=200, record_every=1, seed=1
+        )
     with pytest.raises(ValueError, match="eta"):
         nl.train_autoencoder(X, W, U, activation="relu", eta=-1.0, batch_size=4, steps=2)
     with pytest.raises(ValueError, match="W0 must be"):
@@ -183,8 +193,20 @@ def test_train_mlp_pair_learns_and_validates():
     rng = np.random.default_rng(4)
     X = rng.standard_normal((120, 6))
     Y = np.eye(3)[(X[:, 0] > 0).astype(int) + (X[:, 1] > 0).astype(int)]
-    run = nl.train_mlp_pair(X, X[:, ::-1].copy(), Y, [6, 8, 3], [6, 7, 5, 3], eta=0.05, batch_size=8, steps=400,
-                            label_noise=0.1, replicas=2, record_every=200, seed=1)
+    run = nl.train_mlp_pair(
+        X,
+        X[:, ::-1].copy(),
+        Y,
+        [6, 8, 3],
+        [6, 7, 5, 3],
+        eta=0.05,
+        batch_size=8,
+        steps=400,
+        label_noise=0.1,
+        replicas=2,
+        record_every=200,
+        seed=1,
+    )
     assert run.hidden_a.shape == (3, 2, 120, 8) and run.hidden_b.shape == (3, 2, 120, 5)
     assert np.all(run.loss_a[-1] < run.loss_a[0]) and np.all(run.loss_b[-1] < run.loss_b[0])
     with pytest.raises(ValueError, match="sizes_a"):
@@ -192,19 +214,33 @@ def test_train_mlp_pair_learns_and_validates():
     with pytest.raises(ValueError, match="label_noise"):
         nl.train_mlp_pair(X, X, Y, [6, 8, 3], [6, 7, 3], eta=0.1, batch_size=8, steps=1, label_noise=-0.1)
     with pytest.raises(ValueError, match="probe"):
-        nl.train_mlp_pair(X, X, Y, [6, 8, 3], [6, 7, 3], eta=0.1, batch_size=8, steps=1, label_noise=0.1,
-                          probe=(X[:5], X[:4]))
+        nl.train_mlp_pair(
+            X, X, Y, [6, 8, 3], [6, 7, 3], eta=0.1, batch_size=8, steps=1, label_noise=0.1, probe=(X[:5], X[:4])
+        )
 
 
 def test_tanh_mlp_pair_and_activation_validation():
     rng = np.random.default_rng(5)
     X = rng.standard_normal((60, 4))
     Y = np.eye(2)[(X[:, 0] > 0).astype(int)]
-    run = nl.train_mlp_pair(X, X, Y, [4, 6, 2], [4, 5, 2], eta=0.05, batch_size=8, steps=20, label_noise=0.1,
-                            record_every=10, activation="tanh", seed=2)
+    run = nl.train_mlp_pair(
+        X,
+        X,
+        Y,
+        [4, 6, 2],
+        [4, 5, 2],
+        eta=0.05,
+        batch_size=8,
+        steps=20,
+        label_noise=0.1,
+        record_every=10,
+        activation="tanh",
+        seed=2,
+    )
     assert np.all(np.abs(run.hidden_a) <= 1.0)
     with pytest.raises(ValueError, match="activation"):
-        nl.train_mlp_pair(X, X, Y, [4, 6, 2], [4, 5, 2], eta=0.05, batch_size=8, steps=2, label_noise=0.1,
-                          activation="gelu")
+        nl.train_mlp_pair(
+            X, X, Y, [4, 6, 2], [4, 5, 2], eta=0.05, batch_size=8, steps=2, label_noise=0.1, activation="gelu"
+        )
     with pytest.raises(ValueError, match="activation"):
         nl.mlp_hidden(nl.init_mlp([4, 3, 2], 1), X, "gelu")

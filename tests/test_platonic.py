@@ -25,6 +25,7 @@ def square_net():
 # The Platonic kernel
 # ---------------------------------------------------------------------------------------------
 
+
 def _orbit_minimum(net, task, w0, layers):
     """Minimise the exact S over the symmetry orbit (16) of ``w0`` by BFGS over the matrices
     ``T_k`` (one per hidden layer in ``layers``), with the exact gradient: for
@@ -34,7 +35,7 @@ def _orbit_minimum(net, task, w0, layers):
     def transform(v):
         w = w0
         for j, layer in enumerate(layers):
-            w = pl.symmetry_transform(w, layer, v[j * k * k:(j + 1) * k * k].reshape(k, k))
+            w = pl.symmetry_transform(w, layer, v[j * k * k : (j + 1) * k * k].reshape(k, k))
         return w
 
     def fun(v):
@@ -42,7 +43,7 @@ def _orbit_minimum(net, task, w0, layers):
         g = pl.entropy_gradient(net, task, w)
         grad = []
         for j, layer in enumerate(layers):
-            t = v[j * k * k:(j + 1) * k * k].reshape(k, k)
+            t = v[j * k * k : (j + 1) * k * k].reshape(k, k)
             inner = w[layer].T @ g[layer] - g[layer - 1] @ w[layer - 1].T
             grad.append(np.linalg.solve(t.T, inner).ravel())
         return pl.entropy_term(net, task, w), np.concatenate(grad)
@@ -103,6 +104,7 @@ def test_platonic_kernel_closed_form_properties():
 # Kernel alignment
 # ---------------------------------------------------------------------------------------------
 
+
 def test_kernel_alignment_properties():
     rng = make_rng(2)
     p = rng.standard_normal((5, 4))
@@ -135,7 +137,7 @@ def test_alignment_with_metric_is_population_gram_alignment():
     x1, x2 = rng.multivariate_normal(np.zeros(3), sig, size=(2, n))
     f1 = np.einsum("ni,ij,nj->n", x1, k1, x2)
     f2 = np.einsum("ni,ij,nj->n", x1, k2, x2)
-    mc = np.mean(f1 * f2) / np.sqrt(np.mean(f1 ** 2) * np.mean(f2 ** 2))
+    mc = np.mean(f1 * f2) / np.sqrt(np.mean(f1**2) * np.mean(f2**2))
     assert pl.kernel_alignment(k1, k2, metric=sig) == pytest.approx(mc, abs=0.01)
 
 
@@ -153,6 +155,7 @@ def test_joint_alignment_matrix():
 # ---------------------------------------------------------------------------------------------
 # The entropic term: Eq. 14, closed forms against autodiff and Monte Carlo
 # ---------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def deep():
@@ -191,8 +194,10 @@ def test_gradient_moments_against_monte_carlo(deep):
     x, _, y = pl.sample_data(task, 36, 200_000)
     grads, _, _ = pl.per_sample_gradients(net, w, x, y)
     for i, g in enumerate(grads):
-        for emp_samples, th in ((np.einsum("nij,nkj->nik", g, g), mom[i][0]),
-                                (np.einsum("nji,njk->nik", g, g), mom[i][1])):
+        for emp_samples, th in (
+            (np.einsum("nij,nkj->nik", g, g), mom[i][0]),
+            (np.einsum("nji,njk->nik", g, g), mom[i][1]),
+        ):
             mean, se = emp_samples.mean(0), emp_samples.std(0) / np.sqrt(len(x))
             assert np.all(np.abs(mean - th) < 5 * se + 1e-12)
         assert np.trace(mom[i][0]) == pytest.approx(pl.entropy_term(net, task, w, per_layer=True)[i], rel=1e-12)
@@ -200,6 +205,7 @@ def test_gradient_moments_against_monte_carlo(deep):
 
 def test_entropy_and_loss_gradients_against_autograd(deep):
     import torch
+
     net, task, w = deep
     sx, se = torch.tensor(task.sigma_x), torch.tensor(task.sigma_eps)
     ws = [torch.tensor(a, requires_grad=True) for a in w]
@@ -277,7 +283,7 @@ def test_entropic_gd_step_moves_charges_like_sgd():
         g = [gl + gamma * gs for gl, gs in zip(pl.loss_gradient(net, task, w0), g_s)]
         dev = 0.0
         for k in range(net.depth - 1):
-            second = eta ** 2 * (g[k + 1].T @ g[k + 1] - g[k] @ g[k].T)
+            second = eta**2 * (g[k + 1].T @ g[k + 1] - g[k] @ g[k].T)
             scale = np.abs(drift[k]).max()
             assert np.abs(c1[k] - c0[k] - drift[k] - second).max() < 1e-9 * scale
             dev = max(dev, np.abs(c1[k] - c0[k] - drift[k]).max() / scale)
@@ -288,6 +294,7 @@ def test_entropic_gd_step_moves_charges_like_sgd():
 # ---------------------------------------------------------------------------------------------
 # Minima, symmetry, Platonic minimum
 # ---------------------------------------------------------------------------------------------
+
 
 def test_platonic_minimum_is_balanced_and_minimal():
     task = pl.random_task(51, n=3, m=4, noise=0.4)
@@ -319,29 +326,37 @@ def test_min_norm_minimum_is_the_weight_decay_limit():
     w = pl.min_norm_minimum(net, task, 58)
     assert pl.population_loss(net, task, w) == pytest.approx(np.trace(task.sigma_eps), rel=1e-12)
     for c in pl.noether_charges(w):
-        assert np.abs(c).max() < 1e-12                       # norm balance
+        assert np.abs(c).max() < 1e-12  # norm balance
     x = np.linalg.solve(net.m_out, task.v_star) @ np.linalg.inv(net.input_map)
     sv = np.linalg.svd(x, compute_uv=False)
-    norm = sum((a ** 2).sum() for a in w)
+    norm = sum((a**2).sum() for a in w)
     assert norm == pytest.approx(net.depth * np.sum(sv ** (2 / net.depth)), rel=1e-12)
     rng = make_rng(59)
     for layer in range(1, net.depth):
         d = net.widths[layer - 1]
         w2 = pl.symmetry_transform(w, layer, expm(0.1 * rng.standard_normal((d, d))))
-        assert sum((a ** 2).sum() for a in w2) > norm            # a strict minimum along the orbits
+        assert sum((a**2).sum() for a in w2) > norm  # a strict minimum along the orbits
     # and gradient descent with a small weight decay converges to its kernels
-    g = pl.train_gd(net, task, pl.init_weights(net, 60), lr=0.02, weight_decay=1e-2, steps=20_000,
-                    lr_warmup=1000, record_every=20_000)
+    g = pl.train_gd(
+        net,
+        task,
+        pl.init_weights(net, 60),
+        lr=0.02,
+        weight_decay=1e-2,
+        steps=20_000,
+        lr_warmup=1000,
+        record_every=20_000,
+    )
     al = pl.kernel_alignment(g.kernels[-1][0], pl.hidden_kernels(net, w))
-    assert np.all(al > 0.98)            # 0.991-0.998 measured; the rest is the O(λ) shrinkage
+    assert np.all(al > 0.98)  # 0.991-0.998 measured; the rest is the O(λ) shrinkage
     assert pl.kernel_alignment(pl.hidden_kernels(net, w), task.platonic_kernel()).min() < 0.9
 
 
 def test_alignment_blocks():
     m = np.ones((5, 5))
-    m[0, 2] = m[2, 0] = 0.5       # across
-    m[3, 4] = m[4, 3] = 0.7       # B's second layer vs the reference
-    m[1, 2] = m[2, 1] = 0.9       # across
+    m[0, 2] = m[2, 0] = 0.5  # across
+    m[3, 4] = m[4, 3] = 0.7  # B's second layer vs the reference
+    m[1, 2] = m[2, 1] = 0.9  # across
     b = pl.alignment_blocks(m, (2, 2))
     assert b["within A"] == 1 and b["within B"] == 1
     assert b["across"] == 0.5 and b["vs K*"] == 0.7 and b["all"] == 0.5
@@ -370,6 +385,7 @@ def test_symmetry_keeps_loss_and_breaks_alignment():
 
 def test_sharpness_against_explicit_hessian():
     import torch
+
     task = pl.random_task(71, n=2, m=2, noise=0.5)
     net = pl.random_edln(72, 2, 2, (3,), cond=2.0)
     w = pl.platonic_minimum(net, task, 73)
@@ -402,6 +418,7 @@ def test_random_matrices_have_the_stated_conditioning():
 # Training: Theorem 1 on small networks, and the gradient-descent control
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def small_pair():
     """Two small EDLNs of depths 2 and 3 on views of the same 3-dimensional latent data."""
@@ -422,11 +439,10 @@ def test_entropic_loss_reaches_platonic_alignment(small_pair):
     """Gradient descent on L + γS (γ annealed 0.02 → 2e-4, the η → 0⁺ objective) aligns every
     hidden layer of both networks with each other and with K⋆ (quick-mode sizes)."""
     task, net_a, net_b, wa, wb = small_pair
-    kw = dict(lr=0.04, steps=4000, gamma=0.02, gamma_warmup=300, gamma_final=2e-4, lr_warmup=300,
-              record_every=4000)
+    kw = dict(lr=0.04, steps=4000, gamma=0.02, gamma_warmup=300, gamma_final=2e-4, lr_warmup=300, record_every=4000)
     ra, rb = pl.train_gd(net_a, task, wa, **kw), pl.train_gd(net_b, task, wb, **kw)
     al = _all_pairs(task, ra.kernels[-1], rb.kernels[-1])
-    assert al.min() >= 0.9995      # measured 0.99985
+    assert al.min() >= 0.9995  # measured 0.99985
     assert np.all(np.abs(ra.loss[-1] - np.trace(task.sigma_eps)) < 1e-3)
     assert np.all(np.abs(rb.loss[-1] - np.trace(task.sigma_eps)) < 1e-3)
 
@@ -439,20 +455,20 @@ def test_sgd_reaches_platonic_alignment_and_gd_does_not(small_pair):
     ra = pl.train_sgd(net_a, task, wa, seed=96, **kw)
     rb = pl.train_sgd(net_b, task, wb, seed=97, **kw)
     al = _all_pairs(task, ra.window_kernels(0.3), rb.window_kernels(0.3))
-    assert al.min() >= 0.995       # measured 0.998
+    assert al.min() >= 0.995  # measured 0.998
     # the same initialisations under plain gradient descent keep their imbalance
     gd = dict(lr=0.03, steps=4000, lr_warmup=300, record_every=4000)
     ga, gb = pl.train_gd(net_a, task, wa, **gd), pl.train_gd(net_b, task, wb, **gd)
     assert np.all(np.abs(ga.loss[-1] - np.trace(task.sigma_eps)) < 1e-6)  # GD did converge
     assert np.all(np.abs(gb.loss[-1] - np.trace(task.sigma_eps)) < 1e-6)
     gd_al = _all_pairs(task, ga.kernels[-1], gb.kernels[-1])
-    assert gd_al.mean() < 0.85     # measured 0.82
-    assert gd_al.min() < 0.6       # measured 0.52
+    assert gd_al.mean() < 0.85  # measured 0.82
+    assert gd_al.min() < 0.6  # measured 0.52
     # the clean control: gradient flow (no learning rate, charges conserved)
     fa = pl.gradient_flow(net_a, task, wa, t_end=60.0, n_records=1)
     fb = pl.gradient_flow(net_b, task, wb, t_end=60.0, n_records=1)
     flow_al = _all_pairs(task, fa.kernels[-1], fb.kernels[-1])
-    assert flow_al.mean() < 0.85   # measured 0.81
+    assert flow_al.mean() < 0.85  # measured 0.81
     assert np.all(np.abs(fb.loss[-1] - np.trace(task.sigma_eps)) < 1e-8)
 
 
@@ -488,7 +504,7 @@ def test_slow_time_and_alignment_deficit(small_pair):
     task, net_a, _, wa, _ = small_pair
     r = pl.train_sgd(net_a, task, wa, lr=0.01, batch_size=4, steps=100, seed=1, lr_warmup=40, record_every=10)
     w = np.minimum((np.arange(100) + 1) / 40, 1.0)
-    assert np.allclose(r.slow_time(2.0, power=2), 2.0 * np.concatenate([[0.0], np.cumsum(w ** 2)])[r.steps])
+    assert np.allclose(r.slow_time(2.0, power=2), 2.0 * np.concatenate([[0.0], np.cumsum(w**2)])[r.steps])
     assert np.allclose(r.slow_time(3.0, power=1)[-1], 3.0 * w.sum())
     kstar = task.platonic_kernel()
     expected = [1.0 - np.mean([pl.kernel_alignment(k, kstar) for k in ks.reshape(-1, 3, 3)]) for ks in r.kernels]
@@ -502,6 +518,7 @@ def test_slow_time_and_alignment_deficit(small_pair):
 # ---------------------------------------------------------------------------------------------
 # Bad input
 # ---------------------------------------------------------------------------------------------
+
 
 def test_bad_inputs_raise_value_errors_naming_the_parameter():
     rng = make_rng(100)
@@ -577,7 +594,7 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter():
     with pytest.raises(ValueError, match="T"):
         pl.symmetry_transform(pl.init_weights(net, 0), 1, singular)
     with pytest.raises(ValueError, match="widths"):
-        pl.platonic_minimum(narrow, task, 0)          # a width below rank V* = 3
+        pl.platonic_minimum(narrow, task, 0)  # a width below rank V* = 3
     with pytest.raises(ValueError, match="sigma_eps"):
         pl.platonic_minimum(net, low.with_noise(np.zeros((3, 3))), 0)
 
@@ -585,6 +602,7 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter():
 # ----------------------------------------------------------------------------------------------
 # rank-deficient targets, controls, curvature, the field's metrics, sample-level SGD, explorer
 # ----------------------------------------------------------------------------------------------
+
 
 def test_platonic_minimum_for_rank_deficient_target_and_narrow_widths():
     """widths between rank V* and n: the explicit minimum is a global minimum with S = S_min,
@@ -664,8 +682,18 @@ def test_train_sgd_samples_linear_matches_population_sgd_statistics(small_pair):
     # narrow widths are allowed here, and a finite dataset can be given
     narrow = pl.random_edln(2, task.n, task.m, (task.n, 1))
     x, _, y = pl.sample_data(task, 3, 64)
-    r2 = pl.train_sgd_samples(narrow, task, pl.init_weights(narrow, 4), lr=0.01, batch_size=4, steps=200,
-                              seed=5, data=(x, y), activation="tanh", scale=0.5)
+    r2 = pl.train_sgd_samples(
+        narrow,
+        task,
+        pl.init_weights(narrow, 4),
+        lr=0.01,
+        batch_size=4,
+        steps=200,
+        seed=5,
+        data=(x, y),
+        activation="tanh",
+        scale=0.5,
+    )
     assert np.all(np.isfinite(r2.loss[1:]))
     with pytest.raises(ValueError, match="activation"):
         pl.train_sgd_samples(net_a, task, w0, lr=0.01, batch_size=4, steps=100, activation="sigmoid")

@@ -7,16 +7,15 @@ Run separately from ``make test`` (marker ``mutation``): each case executes one 
 from __future__ import annotations
 
 import pytest
-
 from mutate import page_fails_with_distortion
 
 CASES = [
-    ("book/platonic/index.md", "symbreak.platonic.entropy_term"),        # Eq. 14 closed form vs Monte Carlo
-    ("book/platonic/index.md", "symbreak.platonic.charge_drift"),        # SGD charge drift vs exact drift
-    ("book/platonic/index.md", "symbreak.platonic.minimal_entropy"),     # S at the Platonic minimum vs S_min
-    ("book/platonic/proof.md", "symbreak.platonic.platonic_kernel"),     # K* vs the orbit minimiser
-    ("book/platonic/proof.md", "symbreak.platonic.minimal_entropy"),     # S_min vs the orbit minimum
-    ("book/platonic/proof.md", "symbreak.platonic.gradient_moments"),    # Eq. 36 minimiser vs the formula
+    ("book/platonic/index.md", "symbreak.platonic.entropy_term"),  # Eq. 14 closed form vs Monte Carlo
+    ("book/platonic/index.md", "symbreak.platonic.charge_drift"),  # SGD charge drift vs exact drift
+    ("book/platonic/index.md", "symbreak.platonic.minimal_entropy"),  # S at the Platonic minimum vs S_min
+    ("book/platonic/proof.md", "symbreak.platonic.platonic_kernel"),  # K* vs the orbit minimiser
+    ("book/platonic/proof.md", "symbreak.platonic.minimal_entropy"),  # S_min vs the orbit minimum
+    ("book/platonic/proof.md", "symbreak.platonic.gradient_moments"),  # Eq. 36 minimiser vs the formula
     ("book/platonic/experiments.md", "symbreak.platonic.platonic_kernel"),  # K* vs the trained kernels
     ("book/platonic/experiments.md", "symbreak.platonic.loss_hessian"),  # S = 2σ² tr ∇²L
 ]

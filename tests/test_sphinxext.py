@@ -17,11 +17,11 @@ def _project(tmp_path: pathlib.Path, inventory: str) -> pathlib.Path:
     (src / "book" / "demo").mkdir(parents=True)
     (src / "_toc.yml").write_text("root: index\n")
     (src / "conf.py").write_text("extensions = ['symbreak.sphinxext']\nproject = 'demo'\n")
-    (src / "index.rst").write_text(
-        "Demo\n====\n\n.. toctree::\n\n   book/demo/page\n   report\n")
+    (src / "index.rst").write_text("Demo\n====\n\n.. toctree::\n\n   book/demo/page\n   report\n")
     (src / "book" / "demo" / "page.rst").write_text("Page\n====\n\nText.\n")
     (src / "report.rst").write_text(
-        "Report\n======\n\n.. claims-report::\n   :summary:\n\n.. claims-report::\n   :paper: autoencoder\n")
+        "Report\n======\n\n.. claims-report::\n   :summary:\n\n.. claims-report::\n   :paper: autoencoder\n"
+    )
     (src / "book" / "demo" / "results.yml").write_text(inventory)
     return src
 
@@ -33,8 +33,16 @@ def _build(src: pathlib.Path, tmp_path: pathlib.Path, monkeypatch) -> tuple[list
 
     warnings = io.StringIO()
     out = tmp_path / "out"
-    app = Sphinx(str(src), str(src), str(out), str(tmp_path / "doctrees"), "html",
-                 status=io.StringIO(), warning=warnings, freshenv=True)
+    app = Sphinx(
+        str(src),
+        str(src),
+        str(out),
+        str(tmp_path / "doctrees"),
+        "html",
+        status=io.StringIO(),
+        warning=warnings,
+        freshenv=True,
+    )
     app.build()
     return json.loads((out / "claims.json").read_text()), warnings.getvalue()
 
@@ -49,10 +57,13 @@ def records(tmp_path, monkeypatch):
 
 
 def test_report_joins_records_and_inventory(tmp_path, monkeypatch, records):
-    src = _project(tmp_path, """
+    src = _project(
+        tmp_path,
+        """
 - {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page}
 - {paper: autoencoder, ref: "Lemma B.3", statement: "a lemma", status: stated, page: book/demo/page}
-""")
+""",
+    )
     rows, warnings = _build(src, tmp_path, monkeypatch)
     assert "claims:" not in warnings, warnings
     by_ref = {r["ref"]: r for r in rows}
@@ -64,10 +75,13 @@ def test_report_joins_records_and_inventory(tmp_path, monkeypatch, records):
 
 
 def test_unbacked_checked_row_is_a_warning(tmp_path, monkeypatch, records):
-    src = _project(tmp_path, """
+    src = _project(
+        tmp_path,
+        """
 - {paper: autoencoder, ref: "Eq. 7", statement: "never computed", status: reproduced, page: book/demo/page}
 - {paper: autoencoder, ref: "Eq. 8", statement: "on no page", status: stated, page: book/nowhere}
-""")
+""",
+    )
     _, warnings = _build(src, tmp_path, monkeypatch)
     assert "Eq. 7 is 'reproduced' but no computed claim backs it" in warnings
     assert "page 'book/nowhere' is not a page of the book" in warnings

@@ -152,16 +152,19 @@ def test_notebook_figures_use_the_house_png(tmp_path):
     from PIL import Image
 
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_code_cell(
-        "import matplotlib.pyplot as plt\n"
-        "from symbreak import plotting\n"
-        "plotting.use_style()\n"
-        "fig, axes = plotting.subplots(1, 4, width=2.9, height=2.6)\n"
-        "axes[0, 0].set_title('tiny', fontsize=6)\n"
-        "plt.show()\n"
-    )]
-    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import matplotlib.pyplot as plt\n"
+            "from symbreak import plotting\n"
+            "plotting.use_style()\n"
+            "fig, axes = plotting.subplots(1, 4, width=2.9, height=2.6)\n"
+            "axes[0, 0].set_title('tiny', fontsize=6)\n"
+            "plt.show()\n"
+        )
+    ]
+    nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     (out,) = [o for o in nb.cells[0].outputs if "image/png" in o.get("data", {})]
     png = Image.open(io.BytesIO(base64.b64decode(out["data"]["image/png"])))
     shown = out["metadata"]["image/png"]["width"]

@@ -108,8 +108,9 @@ def test_hessian_lambda_max_against_finite_differences():
     for i in range(n):
         for j in range(n):
             e_i, e_j = np.eye(n)[i] * h, np.eye(n)[j] * h
-            hess[i, j] = (loss(theta + e_i + e_j) - loss(theta + e_i - e_j) - loss(theta - e_i + e_j)
-                          + loss(theta - e_i - e_j)) / (4 * h * h)
+            hess[i, j] = (
+                loss(theta + e_i + e_j) - loss(theta + e_i - e_j) - loss(theta - e_i + e_j) + loss(theta - e_i - e_j)
+            ) / (4 * h * h)
     assert np.isclose(np.linalg.eigvalsh(hess).max(), sy.hessian_lambda_max(m, s), rtol=1e-5)
 
 

@@ -39,8 +39,9 @@ def main() -> int:
         if not any(c.cell_type == "code" for c in nb.cells):
             continue
         t = time.perf_counter()
-        nbclient.NotebookClient(nb, timeout=1800, kernel_name="python3",
-                                resources={"metadata": {"path": str(page.parent)}}).execute()
+        nbclient.NotebookClient(
+            nb, timeout=1800, kernel_name="python3", resources={"metadata": {"path": str(page.parent)}}
+        ).execute()
         print(f"{page.relative_to(ROOT)}: {time.perf_counter() - t:.1f} s")
     print(f"figures written to {out}: {len(list(out.glob('*.png')))} files")
     return 0

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import math
 import os
 import pickle
 import signal
@@ -36,8 +35,10 @@ warnings.simplefilter("ignore")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 from adversarial_cases import ACCEPTS_ANY, AMBIG, BASE, INVALID, LAM, ORACLES, PU, PW, mutants_for  # noqa: E402
+
 from symbreak import autoencoder as ae  # noqa: E402
 from symbreak import engine  # noqa: E402
+
 
 def run_child(fn, args, kwargs, conn_w):
     try:
@@ -195,8 +196,10 @@ def main():
         counts[out] += 1
         if out in ("hang", "crash", "silent") or (out == "clean error" and expected not in (None, "clean-named")):
             per_fn_bad["oracle"].append((label, "", out, res[1], str(res[2])[:90]))
-    print(f"\n{len(names)} public functions and methods x {n_inputs} inputs in all "
-          f"({n_inputs - n_oracles} mutated calls + {n_oracles} targeted cases)")
+    print(
+        f"\n{len(names)} public functions and methods x {n_inputs} inputs in all "
+        f"({n_inputs - n_oracles} mutated calls + {n_oracles} targeted cases)"
+    )
     for k in ("hang", "crash", "silent", "clean error", "correct"):
         print(f"  {k:12s} {counts[k]}")
     if opt.verbose:

@@ -41,16 +41,24 @@ Simulation
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import wrightomega
 
-from .engine import Configuration, TorchWishartBlockSampler, WishartBlockSampler, record_steps, run_ensemble
+from .engine import (
+    Configuration,
+    TorchWishartBlockSampler,
+    WishartBlockSampler,
+    check_divergence,
+    record_steps,
+    run_ensemble,
+)
 from .rng import make_rng
 from .validation import (
+    MAX_DRAWS,
+    MAX_STEPS,
     check_array,
     check_choice,
     check_int,
@@ -59,9 +67,9 @@ from .validation import (
     check_positive_array,
     check_symmetric_positive_definite,
     check_tolerance,
+    finite_result,
     solve_ivp_bounded,
 )
-from .validation import MAX_DRAWS, MAX_STEPS, finite_result
 
 __all__ = [
     "geometric_spectrum",
@@ -132,9 +140,7 @@ def _spectrum(lambdas) -> np.ndarray:
 def _undercomplete_k(k, d: int) -> int:
     """``k`` in ``[1, d − 1]``: the formulas of the paper are for undercomplete autoencoders."""
     if isinstance(k, (int, np.integer)) and not isinstance(k, bool) and not 1 <= int(k) <= d - 1:
-        raise ValueError(
-            f"k must be an integer in [1, {d - 1}] (undercomplete, k < d = {d}) for this formula, got {k}"
-        )
+        raise ValueError(f"k must be an integer in [1, {d - 1}] (undercomplete, k < d = {d}) for this formula, got {k}")
     return check_int("k", k, minimum=1, maximum=d - 1)
 
 
@@ -161,8 +167,9 @@ def _check_pair(W, U, names=("W", "U"), d: int | None = None):
     W = check_array(names[0], W)
     U = check_array(names[1], U)
     if W.ndim < 2 or U.ndim < 2 or W.shape[-1] != U.shape[-2] or W.shape[-2] != U.shape[-1] or W.size == 0:
-        raise ValueError(f"{names[0]} must have shape (..., d, k) and {names[1]} shape (..., k, d), got "
-                         f"{W.shape} and {U.shape}")
+        raise ValueError(
+            f"{names[0]} must have shape (..., d, k) and {names[1]} shape (..., k, d), got {W.shape} and {U.shape}"
+        )
     if d is not None and W.shape[-2] != d:
         raise ValueError(f"{names[0]} must have d = {d} rows (one per eigenvalue in lambdas), got shape {W.shape}")
     return W, U
@@ -320,8 +327,10 @@ def lambert_time(s, s0, c):
     with np.errstate(over="ignore", invalid="ignore"):
         tau = ((s - s0) * (s + s0) + 2.0 * np.log(s / s0)) / (2.0 * c)
     if not np.all(np.isfinite(tau)):
-        raise ValueError("lambert_time: tau = (s² − s0² + 2 log(s/s0))/(2c) exceeds the float64 range "
-                         "(s or s0 too large, or c too small)")
+        raise ValueError(
+            "lambert_time: tau = (s² − s0² + 2 log(s/s0))/(2c) exceeds the float64 range "
+            "(s or s0 too large, or c too small)"
+        )
     return float(tau) if np.ndim(tau) == 0 else tau
 
 
@@ -366,8 +375,10 @@ def _perp_lyapunov(lam, k, s, eta):
     H[..., 1, 1] = lm * sa
     mu_max = np.linalg.eigvalsh(H).max()
     if eta * mu_max >= 2.0:
-        raise ValueError(f"eta = {eta:.4g} is past the stability edge of the out-of-subspace modes: "
-                         f"eta * mu_max = {eta * mu_max:.4g} >= 2 (eta must be < {2.0 / mu_max:.4g})")
+        raise ValueError(
+            f"eta = {eta:.4g} is past the stability edge of the out-of-subspace modes: "
+            f"eta * mu_max = {eta * mu_max:.4g} >= 2 (eta must be < {2.0 / mu_max:.4g})"
+        )
     A = np.eye(2) - eta * H
     kron = np.einsum("...ij,...kl->...ikjl", A, A).reshape(k, lm.size, 4, 4)
     rhs = np.zeros((k, lm.size, 4))
@@ -380,9 +391,11 @@ def _check_gap(lam, k):
     """The out-of-subspace modes relax only if ``λ_k > λ_{k+1}`` (a gap at ``k``): at a tie the
     Hessian block ``H_aj`` has a zero eigenvalue and the fluctuations have no stationary state."""
     if not lam[k - 1] > lam[k] * (1.0 + 1e-12):
-        raise ValueError(f"lambdas must have a gap at k = {k} (lambda_k > lambda_(k+1), got "
-                         f"{lam[k - 1]:.6g} and {lam[k]:.6g}): with tied eigenvalues across the gap the "
-                         "out-of-subspace modes do not relax and the finite-eta correction is undefined")
+        raise ValueError(
+            f"lambdas must have a gap at k = {k} (lambda_k > lambda_(k+1), got "
+            f"{lam[k - 1]:.6g} and {lam[k]:.6g}): with tied eigenvalues across the gap the "
+            "out-of-subspace modes do not relax and the finite-eta correction is undefined"
+        )
 
 
 def off_manifold_fluctuations(lambdas, k: int, s, eta: float, batch_size: int):
@@ -426,8 +439,9 @@ def corrected_scale(lambdas, k: int, eta: float, taus, s0=1.0, *, rtol: float = 
     def rhs(_t, s):
         return c / s * (1.0 + drift_correction(lam, k, s, eta)) / (1.0 + 1.0 / s**2)
 
-    return solve_ivp_bounded(rhs, float(taus[-1]), s0, taus, method="DOP853", rtol=rtol, atol=1e-12,
-                             what="corrected_scale")
+    return solve_ivp_bounded(
+        rhs, float(taus[-1]), s0, taus, method="DOP853", rtol=rtol, atol=1e-12, what="corrected_scale"
+    )
 
 
 def _scale_from_charge(q: np.ndarray) -> np.ndarray:
@@ -483,8 +497,9 @@ def scale_flow(S0, C, taus, *, rtol: float = 1e-10, atol: float = 1e-12) -> np.n
         return (isq @ C @ isq).ravel()
 
     q0 = S0 - np.linalg.inv(S0)
-    ys = solve_ivp_bounded(rhs, float(taus[-1]), q0.ravel(), taus, method="DOP853", rtol=rtol, atol=atol,
-                           what="scale_flow")
+    ys = solve_ivp_bounded(
+        rhs, float(taus[-1]), q0.ravel(), taus, method="DOP853", rtol=rtol, atol=atol, what="scale_flow"
+    )
     return np.stack([_scale_from_charge(0.5 * (q.reshape(k, k) + q.reshape(k, k).T)) for q in ys])
 
 
@@ -511,14 +526,14 @@ def _gl_drift(lam, k, A):
     eww = np.zeros((k, k))
     euu = np.zeros((k, k))
     for lj in lam[k:]:
-        H = np.block([[M, -lj * eye], [-lj * eye, lj * S]])       # out-of-subspace block j (B.77)
+        H = np.block([[M, -lj * eye], [-lj * eye, lj * S]])  # out-of-subspace block j (B.77)
         sig = np.zeros((2 * k, 2 * k))
-        sig[:k, :k] = lj * M                                       # per-sample noise, decoder row j only
-        X = solve_continuous_lyapunov(H, sig)                      # H X + X H = Σ_j
+        sig[:k, :k] = lj * M  # per-sample noise, decoder row j only
+        X = solve_continuous_lyapunov(H, sig)  # H X + X H = Σ_j
         eww += X[:k, :k]
         euu += lj * X[k:, k:]
-    gw = A @ euu                                                   # E ∇_{W∥} L, second order in ξ
-    gu = eww @ Ai @ lp                                             # E ∇_{U∥} L, second order in ξ
+    gw = A @ euu  # E ∇_{W∥} L, second order in ξ
+    gu = eww @ Ai @ lp  # E ∇_{U∥} L, second order in ξ
     # orthogonal projection of (gw, gu) on the tangent directions (X, −A⁻¹XA⁻¹)
     mat = np.eye(k * k) + np.kron(np.linalg.inv(S), np.linalg.inv(A @ A.T))
     x = np.linalg.solve(mat, (gw - Ai.T @ gu @ Ai.T).ravel(order="F")).reshape(k, k, order="F")
@@ -581,8 +596,15 @@ def gl_flow(lambdas, k: int, A0, taus, *, rtol: float = 1e-8, atol: float = 1e-1
     taus = check_array("taus", taus, ndim=1)
     if taus.size == 0 or np.any(taus < 0) or np.any(np.diff(taus) < 0):
         raise ValueError("taus must be a non-empty, non-decreasing array of slow times >= 0")
-    sol = solve_ivp(lambda _t, a: _gl_drift(lam, k, a.reshape(k, k)).ravel(), (0.0, float(taus[-1])),
-                    A0.ravel(), t_eval=taus, method="DOP853", rtol=rtol, atol=atol)
+    sol = solve_ivp(
+        lambda _t, a: _gl_drift(lam, k, a.reshape(k, k)).ravel(),
+        (0.0, float(taus[-1])),
+        A0.ravel(),
+        t_eval=taus,
+        method="DOP853",
+        rtol=rtol,
+        atol=atol,
+    )
     if not sol.success:  # pragma: no cover
         raise RuntimeError(f"gl_flow: integration failed: {sol.message}")
     return sol.y.T.reshape(-1, k, k)
@@ -637,9 +659,20 @@ def charge_noise_std(lambdas, k: int, eta: float, batch_size: int, taus, s0: flo
     return np.sqrt(np.maximum(sol.y[0], 0.0))
 
 
-def simulate_sgd_variants(lambdas, k: int, eta: float, batch_size: int, steps: int, *, momentum: float = 0.0,
-                          weight_decay: float = 0.0, data: str = "gaussian", seeds: int = 1, n_records: int = 50,
-                          seed=None) -> SGDResult:
+def simulate_sgd_variants(
+    lambdas,
+    k: int,
+    eta: float,
+    batch_size: int,
+    steps: int,
+    *,
+    momentum: float = 0.0,
+    weight_decay: float = 0.0,
+    data: str = "gaussian",
+    seeds: int = 1,
+    n_records: int = 50,
+    seed=None,
+) -> SGDResult:
     """SGD beyond the paper's assumptions: heavy-ball momentum, weight decay, non-Gaussian data.
 
     A small, separate simulator (explicit samples, PCA initialisation ``S(0) = I``, seeds batched)
@@ -672,8 +705,11 @@ def simulate_sgd_variants(lambdas, k: int, eta: float, batch_size: int, steps: i
     n_records = check_int("n_records", n_records, minimum=1)
     if isinstance(momentum, bool) or not isinstance(momentum, (int, float, np.floating)) or not 0 <= momentum < 1:
         raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
-    if isinstance(weight_decay, bool) or not isinstance(weight_decay, (int, float, np.floating)) \
-            or not (np.isfinite(weight_decay) and weight_decay >= 0):
+    if (
+        isinstance(weight_decay, bool)
+        or not isinstance(weight_decay, (int, float, np.floating))
+        or not (np.isfinite(weight_decay) and weight_decay >= 0)
+    ):
         raise ValueError(f"weight_decay must be a finite number >= 0, got {weight_decay!r}")
     data = check_choice("data", data, ("gaussian", "scale-mixture"))
     d = lam.size
@@ -698,7 +734,7 @@ def simulate_sgd_variants(lambdas, k: int, eta: float, batch_size: int, steps: i
         X = rng.standard_normal((n, d, b)) * sq
         if data == "scale-mixture":
             X *= np.sqrt(np.where(rng.random((n, 1, b)) < 0.5, 0.5, 1.5))
-        G = (W @ U - eye) @ (X @ np.swapaxes(X, 1, 2)) / b            # (WU − I) Σ̂
+        G = (W @ U - eye) @ (X @ np.swapaxes(X, 1, 2)) / b  # (WU − I) Σ̂
         gW = G @ np.swapaxes(U, 1, 2) + weight_decay * W
         gU = np.swapaxes(W, 1, 2) @ G + weight_decay * U
         vW = momentum * vW + gW
@@ -707,16 +743,31 @@ def simulate_sgd_variants(lambdas, k: int, eta: float, batch_size: int, steps: i
         U = U - eta * vU
         if t in rec:
             if not (np.all(np.isfinite(W)) and np.abs(W).max() < DIVERGENCE_LIMIT):
-                raise DivergenceError(f"SGD with momentum={momentum}, weight_decay={weight_decay} diverged at "
-                                      f"eta={eta}, B={b}, step {t}")
+                raise DivergenceError(
+                    f"SGD with momentum={momentum}, weight_decay={weight_decay} diverged at eta={eta}, B={b}, step {t}"
+                )
             record()
-    return SGDResult(steps=rec, tau=rec * eta**2 / b, S=np.stack(S_rec, 1), Q=np.stack(Q_rec, 1),
-                     loss=np.stack(L_rec, 1), eta=eta, batch_size=b, lambdas=lam, k=k)
+    return SGDResult(
+        steps=rec,
+        tau=rec * eta**2 / b,
+        S=np.stack(S_rec, 1),
+        Q=np.stack(Q_rec, 1),
+        loss=np.stack(L_rec, 1),
+        eta=eta,
+        batch_size=b,
+        lambdas=lam,
+        k=k,
+    )
 
 
 #: The explorer's slider box: each parameter's (low, high).
-EXPLORER_BOX = {"eta": (0.002, 0.04), "batch_size": (16, 512), "k": (1, 19), "gap": (1.0, 4.0),
-                "noncommuting": (0.0, 1.0)}
+EXPLORER_BOX = {
+    "eta": (0.002, 0.04),
+    "batch_size": (16, 512),
+    "k": (1, 19),
+    "gap": (1.0, 4.0),
+    "noncommuting": (0.0, 1.0),
+}
 
 
 def _explorer_check(name, value, *, integer=False):
@@ -730,9 +781,18 @@ def _explorer_check(name, value, *, integer=False):
     return int(value) if integer else float(value)
 
 
-def explorer_run(eta: float = 0.02, batch_size: int = 128, k: int = 10, gap: float = 1.0,
-                 noncommuting: float = 0.0, *, max_steps: int = 60_000, n_records: int = 60, seeds: int = 2,
-                 seed: int = 1) -> dict:
+def explorer_run(
+    eta: float = 0.02,
+    batch_size: int = 128,
+    k: int = 10,
+    gap: float = 1.0,
+    noncommuting: float = 0.0,
+    *,
+    max_steps: int = 60_000,
+    n_records: int = 60,
+    seeds: int = 2,
+    seed: int = 1,
+) -> dict:
     """Everything the chapter's explorer draws for one setting of its sliders (:data:`EXPLORER_BOX`).
 
     Linear autoencoder, ``d = 20``, the geometric spectrum of App. F with the out-of-subspace
@@ -788,11 +848,30 @@ def explorer_run(eta: float = 0.02, batch_size: int = 128, k: int = 10, gap: flo
         A_t = gl_flow(lam, k, A0, tau_th, rtol=1e-6, atol=1e-8)
         theory = np.einsum("tji,tji->ti", A_t, A_t)
     theory = np.minimum(theory, ceiling)
-    out = {"tau_theory": tau_th, "theory": theory, "ceiling": ceiling, "steps": steps, "truncated": truncated,
-           "diverged": None, "lambdas": lam, "k": k, "eta": eta, "batch_size": b}
+    out = {
+        "tau_theory": tau_th,
+        "theory": theory,
+        "ceiling": ceiling,
+        "steps": steps,
+        "truncated": truncated,
+        "diverged": None,
+        "lambdas": lam,
+        "k": k,
+        "eta": eta,
+        "batch_size": b,
+    }
     try:
-        res = simulate_sgd(lam, k, eta, b, steps, seeds=seeds, record_every=max(1, steps // n_records),
-                           init=pca_point(S0, d), seed=seed)
+        res = simulate_sgd(
+            lam,
+            k,
+            eta,
+            b,
+            steps,
+            seeds=seeds,
+            record_every=max(1, steps // n_records),
+            init=pca_point(S0, d),
+            seed=seed,
+        )
     except DivergenceError as err:
         out.update(tau=np.zeros(0), scales=np.zeros((0, k)), diverged=str(err))
         return out
@@ -870,7 +949,10 @@ def pca_hessian_eigenvalues(lambdas, k: int, s) -> np.ndarray:
     mu_plus = 0.5 * (tr + disc)
     det = lm[None, :] * (lp[:, None] - lm[None, :])
     mu_minus = det / mu_plus  # stable form of ½(t − disc)
-    return finite_result("pca_hessian_eigenvalues", np.sort(np.concatenate([np.zeros(k * k), mu_par.ravel(), mu_plus.ravel(), mu_minus.ravel()])))
+    return finite_result(
+        "pca_hessian_eigenvalues",
+        np.sort(np.concatenate([np.zeros(k * k), mu_par.ravel(), mu_plus.ravel(), mu_minus.ravel()])),
+    )
 
 
 def hessian_lambda_max(lambdas, k: int, s):
@@ -932,7 +1014,9 @@ def overcomplete_hessian_eigenvalues(lambdas, k: int, s: float) -> np.ndarray:
     k = check_int("k", k, minimum=d + 1, maximum=_MAX_DIM)
     s = check_positive("s", s)
     nonzero = np.repeat((s + 1.0 / s) * lam, d)
-    return finite_result("overcomplete_hessian_eigenvalues", np.sort(np.concatenate([np.zeros(2 * k * d - d * d), nonzero])))
+    return finite_result(
+        "overcomplete_hessian_eigenvalues", np.sort(np.concatenate([np.zeros(2 * k * d - d * d), nonzero]))
+    )
 
 
 def autograd_hessian(lambdas, W, U) -> np.ndarray:
@@ -958,7 +1042,7 @@ def autograd_hessian(lambdas, W, U) -> np.ndarray:
 
     def loss(theta):
         w = theta[: d * k].reshape(d, k)
-        u = theta[d * k:].reshape(k, d)
+        u = theta[d * k :].reshape(k, d)
         m = w @ u - eye
         return 0.5 * torch.sum(m * m * sig[None, :])
 
@@ -990,8 +1074,10 @@ def eos_ceiling(eta, lambda1: float, kappa: float = 2.0):
     kappa = check_positive("kappa", kappa)
     log_kt = math.log(kappa) - np.log(eta) - math.log(lambda1)  # no underflow of eta * lambda1
     if np.any(log_kt >= math.log(np.finfo(float).max)):
-        raise ValueError(f"kappa/(eta*lambda1) exceeds the float64 range (eta = {np.min(eta):.3g}, "
-                         f"lambda1 = {lambda1:.3g}): the ceiling s* ~ kappa/(eta*lambda1) is not representable")
+        raise ValueError(
+            f"kappa/(eta*lambda1) exceeds the float64 range (eta = {np.min(eta):.3g}, "
+            f"lambda1 = {lambda1:.3g}): the ceiling s* ~ kappa/(eta*lambda1) is not representable"
+        )
     with np.errstate(over="ignore", divide="ignore"):
         prod = eta * lambda1
         kt = np.where(prod > 0, kappa / np.where(prod > 0, prod, 1.0), kappa / eta / lambda1)
@@ -1073,8 +1159,9 @@ class BatchSharpness:
     n_batches: int
 
 
-def batch_sharpness_monte_carlo(lambdas, k: int, S, batch_size: int, n_batches: int, *, seed=None,
-                                chunk: int = 4096) -> BatchSharpness:
+def batch_sharpness_monte_carlo(
+    lambdas, k: int, S, batch_size: int, n_batches: int, *, seed=None, chunk: int = 4096
+) -> BatchSharpness:
     """Batch sharpness and modified batch sharpness by Monte Carlo over exact Gaussian minibatches.
 
     For each minibatch covariance ``Σ̂`` (drawn exactly, :class:`~symbreak.engine.WishartBlockSampler`)
@@ -1162,7 +1249,9 @@ def charge_increment(W, U, sigma_hat, eta: float) -> np.ndarray:
     eta = check_positive("eta", eta)
     W, U = _check_pair(W, U)
     gW, gU = minibatch_gradients(W, U, sigma_hat)
-    return finite_result("charge_increment", (eta * eta) * (np.swapaxes(gW, -1, -2) @ gW - gU @ np.swapaxes(gU, -1, -2)))
+    return finite_result(
+        "charge_increment", (eta * eta) * (np.swapaxes(gW, -1, -2) @ gW - gU @ np.swapaxes(gU, -1, -2))
+    )
 
 
 def expected_charge_increment(W, U, lambdas, eta: float, batch_size: int) -> np.ndarray:
@@ -1189,11 +1278,13 @@ def expected_charge_increment(W, U, lambdas, eta: float, batch_size: int) -> np.
     first = (1 + 1 / b) * (lam[:, None] * mtm * lam[None, :]) + tr_ * np.diag(lam) / b
     wm = np.swapaxes(W, -1, -2) @ M
     second = (1 + 1 / b) * np.diag(lam**2) + lam.sum() * np.diag(lam) / b
-    return finite_result("expected_charge_increment", (eta * eta) * (U @ first @ np.swapaxes(U, -1, -2) - wm @ second @ np.swapaxes(wm, -1, -2)))
+    return finite_result(
+        "expected_charge_increment",
+        (eta * eta) * (U @ first @ np.swapaxes(U, -1, -2) - wm @ second @ np.swapaxes(wm, -1, -2)),
+    )
 
 
-def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, init="pca",
-                                seed=None):
+def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, init="pca", seed=None):
     """Follow one SGD run step by step and record every charge increment ``ΔQ_t = Q_{t+1} − Q_t``.
 
     Float64, one replica, plain matrix algebra (:func:`sgd_step`), minibatch covariances drawn
@@ -1229,19 +1320,32 @@ def charge_increments_along_sgd(lambdas, k: int, eta: float, batch_size: int, st
         try:
             Wm, Um = pca_point(S[-1], d)  # the manifold point with the same scale matrix
         except ValueError:
-            raise ValueError(f"charge_increments_along_sgd: at step {t} the scale matrix S = WᵀW is singular: SGD "
-                             f"at eta = {eta:g}, batch_size = {batch_size} has collapsed a mode (eta is past the "
-                             "stability edge)") from None
+            raise ValueError(
+                f"charge_increments_along_sgd: at step {t} the scale matrix S = WᵀW is singular: SGD "
+                f"at eta = {eta:g}, batch_size = {batch_size} has collapsed a mode (eta is past the "
+                "stability edge)"
+            ) from None
         man[t] = np.linalg.eigvalsh(charge_increment(Wm, Um, sig[t], eta)).min()
         with np.errstate(over="ignore", invalid="ignore"):
             W, U = sgd_step(W, U, sig[t], eta)
-        check_divergence(np.array([max(np.abs(W).max(), np.abs(U).max())]), step=t + 1, limit=DIVERGENCE_LIMIT,
-                         params={"eta": eta, "batch_size": batch_size})
+        check_divergence(
+            np.array([max(np.abs(W).max(), np.abs(U).max())]),
+            step=t + 1,
+            limit=DIVERGENCE_LIMIT,
+            params={"eta": eta, "batch_size": batch_size},
+        )
         meas[t] = noether_charge(W, U) - q0
         S.append(W.T @ W)
     ev = np.linalg.eigvalsh(meas)
-    return {"measured": meas, "formula": form, "formula_error": np.abs(meas - form).max(axis=(1, 2)),
-            "min_eig": ev[:, 0], "max_eig": ev[:, -1], "manifold_min_eig": man, "S": np.array(S)}
+    return {
+        "measured": meas,
+        "formula": form,
+        "formula_error": np.abs(meas - form).max(axis=(1, 2)),
+        "min_eig": ev[:, 0],
+        "max_eig": ev[:, -1],
+        "manifold_min_eig": man,
+        "S": np.array(S),
+    }
 
 
 def saturation_scale(result: "SGDResult", tau_from: float, tau_to: float | None = None, mode: int = 0) -> np.ndarray:
@@ -1280,13 +1384,21 @@ def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 
 
     def rhs(_t, y):
         w = y[: d * k].reshape(d, k)
-        u = y[d * k:].reshape(k, d)
+        u = y[d * k :].reshape(k, d)
         ms = (w @ u - eye) * lam[None, :]
         return np.concatenate([-(ms @ u.T).ravel(), -(w.T @ ms).ravel()])
 
-    y = solve_ivp_bounded(rhs, float(times[-1]), np.concatenate([W0.ravel(), U0.ravel()]), times,
-                          method="DOP853", rtol=rtol, atol=atol, what="gradient_flow")
-    return y[:, : d * k].reshape(-1, d, k), y[:, d * k:].reshape(-1, k, d)
+    y = solve_ivp_bounded(
+        rhs,
+        float(times[-1]),
+        np.concatenate([W0.ravel(), U0.ravel()]),
+        times,
+        method="DOP853",
+        rtol=rtol,
+        atol=atol,
+        what="gradient_flow",
+    )
+    return y[:, : d * k].reshape(-1, d, k), y[:, d * k :].reshape(-1, k, d)
 
 
 def sample_gradients(W, U, X, activation: str = "relu"):
@@ -1358,7 +1470,9 @@ def residual_split(W, U, X, activation: str = "relu"):
     else:
         Wa = W[None, :, :] * (H.T > 0)[:, None, :]  # (n, d, k): columns of the active units
         par = (Wa @ (np.linalg.pinv(Wa) @ R.T[:, :, None]))[..., 0].T
-    return finite_result("residual_split", (float(np.mean(np.sum(par**2, axis=0))), float(np.mean(np.sum((R - par) ** 2, axis=0)))))
+    return finite_result(
+        "residual_split", (float(np.mean(np.sum(par**2, axis=0))), float(np.mean(np.sum((R - par) ** 2, axis=0))))
+    )
 
 
 def _relu_second_moments(U, lam):
@@ -1549,8 +1663,9 @@ class _TorchLinearModel:
         self.V = torch.as_tensor(V, device=self.device)
         gen = torch.Generator(device=self.device)
         gen.manual_seed(int(streams[0].integers(2**63)))
-        self.sampler = TorchWishartBlockSampler(np.sqrt(lam), bsz[reps], scale=etas[reps], dtype=dtype,
-                                                device=self.device, generator=gen)
+        self.sampler = TorchWishartBlockSampler(
+            np.sqrt(lam), bsz[reps], scale=etas[reps], dtype=dtype, device=self.device, generator=gen
+        )
 
     def draw(self, m):
         return self.sampler.draw(m)
@@ -1611,7 +1726,17 @@ class _SamplesModel:
         return X
 
     def step(self, X, t, _step):
-        W, U, H, A, R, gW, back, gU, mask = self.W, self.U, self.H, self.A, self.R, self.gW, self.back, self.gU, self.mask
+        W, U, H, A, R, gW, back, gU, mask = (
+            self.W,
+            self.U,
+            self.H,
+            self.A,
+            self.R,
+            self.gW,
+            self.back,
+            self.gU,
+            self.mask,
+        )
         x = X[:, t]
         np.matmul(U, x, out=H)
         if self.relu:
@@ -1632,8 +1757,9 @@ class _SamplesModel:
         return np.maximum(np.abs(self.W).max(axis=(1, 2)), np.abs(self.U).max(axis=(1, 2)))
 
     def record(self, mask):
-        S, Q, loss, wu = _record_samples(self.W[mask], self.U[mask], self.k, self.lam, self.activation,
-                                         self.want_weights)
+        S, Q, loss, wu = _record_samples(
+            self.W[mask], self.U[mask], self.k, self.lam, self.activation, self.want_weights
+        )
         return (S, Q, loss) + (wu if wu is not None else ())
 
     def final(self, mask):
@@ -1666,8 +1792,23 @@ def _make_init(init, lam, k, init_std):
     return lambda rng: (W0, U0)
 
 
-def _run(lam, k, etas, bsz, rec_steps, *, seeds, init, init_std, activation, sampler, dtype, seed,
-         record_weights, device=None):
+def _run(
+    lam,
+    k,
+    etas,
+    bsz,
+    rec_steps,
+    *,
+    seeds,
+    init,
+    init_std,
+    activation,
+    sampler,
+    dtype,
+    seed,
+    record_weights,
+    device=None,
+):
     """Run every configuration × seed as one ensemble on :func:`symbreak.engine.run_ensemble`."""
     n_conf = len(etas)
     if isinstance(init, list):
@@ -1678,8 +1819,12 @@ def _run(lam, k, etas, bsz, rec_steps, *, seeds, init, init_std, activation, sam
         fns = [_make_init(init, lam, k, init_std)] * n_conf
     init_r = [fns[c] for c in range(n_conf) for _ in range(seeds)]
     etas_r, bsz_r = np.repeat(etas, seeds), np.repeat(bsz, seeds)
-    confs = [Configuration(seeds, np.asarray(rec_steps[c], dtype=np.int64),
-                           {"eta": float(etas[c]), "batch_size": int(bsz[c])}) for c in range(n_conf)]
+    confs = [
+        Configuration(
+            seeds, np.asarray(rec_steps[c], dtype=np.int64), {"eta": float(etas[c]), "batch_size": int(bsz[c])}
+        )
+        for c in range(n_conf)
+    ]
 
     if device is not None:
         if sampler != "wishart":
@@ -1696,16 +1841,37 @@ def _run(lam, k, etas, bsz, rec_steps, *, seeds, init, init_std, activation, sam
 
     names = ("S", "Q", "loss") + (("W", "U") if record_weights else ())
     big = dict(n_chunks=1, block_draws=1 << 22) if device is not None else {}  # one device, large blocks
-    runs = run_ensemble(factory, confs, seed=seed, record_names=names, block_steps=_BLOCK,
-                        block_draws=big.pop("block_draws", _BLOCK_DRAWS), work=1.0 if sampler == "wishart" else 3.0,
-                        desc="autoencoder SGD", **big)
+    runs = run_ensemble(
+        factory,
+        confs,
+        seed=seed,
+        record_names=names,
+        block_steps=_BLOCK,
+        block_draws=big.pop("block_draws", _BLOCK_DRAWS),
+        work=1.0 if sampler == "wishart" else 3.0,
+        desc="autoencoder SGD",
+        **big,
+    )
     results = []
     for c, run in enumerate(runs):
         steps = run.steps
-        results.append(SGDResult(steps=steps, tau=steps * float(etas[c]) ** 2 / float(bsz[c]), S=run.S, Q=run.Q,
-                                 loss=run.loss, eta=float(etas[c]), batch_size=int(bsz[c]), lambdas=lam, k=k,
-                                 activation=activation, sampler=sampler,
-                                 W=run.records.get("W"), U=run.records.get("U")))
+        results.append(
+            SGDResult(
+                steps=steps,
+                tau=steps * float(etas[c]) ** 2 / float(bsz[c]),
+                S=run.S,
+                Q=run.Q,
+                loss=run.loss,
+                eta=float(etas[c]),
+                batch_size=int(bsz[c]),
+                lambdas=lam,
+                k=k,
+                activation=activation,
+                sampler=sampler,
+                W=run.records.get("W"),
+                U=run.records.get("U"),
+            )
+        )
     return results
 
 
@@ -1715,15 +1881,32 @@ def _check_common(lambdas, k, activation, sampler, dtype, seeds):
     activation = check_choice("activation", activation, ("linear", "relu"))
     sampler = check_choice("sampler", sampler, ("wishart", "samples"))
     if activation == "relu" and sampler == "wishart":
-        raise ValueError("sampler='wishart' draws only the minibatch covariance, which suffices for the "
-                         "linear model alone; activation='relu' needs sampler='samples'")
+        raise ValueError(
+            "sampler='wishart' draws only the minibatch covariance, which suffices for the "
+            "linear model alone; activation='relu' needs sampler='samples'"
+        )
     return lam, k, activation, sampler, _dtype(dtype), check_int("seeds", seeds, minimum=1, maximum=10**6)
 
 
-def simulate_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, seeds: int = 1,
-                 record_every: int = 1000, init="pca", activation: str = "linear", sampler: str = "wishart",
-                 dtype=np.float64, seed=None, init_std: float = 0.01, record_weights: bool = False,
-                 record_at=None, device=None) -> SGDResult:
+def simulate_sgd(
+    lambdas,
+    k: int,
+    eta: float,
+    batch_size: int,
+    steps: int,
+    *,
+    seeds: int = 1,
+    record_every: int = 1000,
+    init="pca",
+    activation: str = "linear",
+    sampler: str = "wishart",
+    dtype=np.float64,
+    seed=None,
+    init_std: float = 0.01,
+    record_weights: bool = False,
+    record_at=None,
+    device=None,
+) -> SGDResult:
     """Online minibatch SGD on a two-layer autoencoder ``x̂ = W φ(U x)``, ``x ~ N(0, diag λ)`` (App. F).
 
     Every step draws a fresh minibatch of ``B`` points and takes
@@ -1794,14 +1977,41 @@ def simulate_sgd(lambdas, k: int, eta: float, batch_size: int, steps: int, *, se
         if at.ndim != 1 or not np.issubdtype(at.dtype, np.integer) or np.any(at < 0) or np.any(at > steps):
             raise ValueError(f"record_at must be a 1-D array of integer steps in [0, {steps}]")
         grid = np.unique(np.concatenate([[0], at, [steps]]).astype(np.int64))
-    return _run(lam, k, np.array([eta]), np.array([batch_size]), [grid], seeds=seeds, init=init,
-                init_std=init_std, activation=activation, sampler=sampler, dtype=dt, seed=seed,
-                record_weights=record_weights, device=device)[0]
+    return _run(
+        lam,
+        k,
+        np.array([eta]),
+        np.array([batch_size]),
+        [grid],
+        seeds=seeds,
+        init=init,
+        init_std=init_std,
+        activation=activation,
+        sampler=sampler,
+        dtype=dt,
+        seed=seed,
+        record_weights=record_weights,
+        device=device,
+    )[0]
 
 
-def simulate_sgd_grid(lambdas, k: int, etas, batch_sizes, tau_max, *, n_records: int = 200, seeds: int = 1,
-                      init="pca", activation: str = "linear", sampler: str = "wishart", dtype=np.float64,
-                      seed=None, init_std: float = 0.01, record_weights: bool = False) -> list[SGDResult]:
+def simulate_sgd_grid(
+    lambdas,
+    k: int,
+    etas,
+    batch_sizes,
+    tau_max,
+    *,
+    n_records: int = 200,
+    seeds: int = 1,
+    init="pca",
+    activation: str = "linear",
+    sampler: str = "wishart",
+    dtype=np.float64,
+    seed=None,
+    init_std: float = 0.01,
+    record_weights: bool = False,
+) -> list[SGDResult]:
     """Several ``(η, B)`` configurations, each to its own slow-time horizon, as one ensemble.
 
     Configuration ``c`` runs ``round(τ_max,c B_c/η_c²)`` steps and is recorded ``n_records + 1``
@@ -1834,9 +2044,24 @@ def simulate_sgd_grid(lambdas, k: int, etas, batch_sizes, tau_max, *, n_records:
     for eta, b, tm in zip(etas, bsz, tau_max):
         steps_f = tm * b / eta**2
         if not steps_f <= MAX_STEPS:
-            raise ValueError(f"tau_max * B / eta² = {steps_f:.3g} SGD steps (eta = {eta:g}, B = {b}) exceeds "
-                             f"{MAX_STEPS}: shorten tau_max")
+            raise ValueError(
+                f"tau_max * B / eta² = {steps_f:.3g} SGD steps (eta = {eta:g}, B = {b}) exceeds "
+                f"{MAX_STEPS}: shorten tau_max"
+            )
         total = max(1, int(round(steps_f)))
         rec.append(np.unique(np.round(np.linspace(0, total, n_records + 1)).astype(np.int64)))
-    return _run(lam, k, etas, bsz, rec, seeds=seeds, init=init, init_std=init_std, activation=activation,
-                sampler=sampler, dtype=dt, seed=seed, record_weights=record_weights)
+    return _run(
+        lam,
+        k,
+        etas,
+        bsz,
+        rec,
+        seeds=seeds,
+        init=init,
+        init_std=init_std,
+        activation=activation,
+        sampler=sampler,
+        dtype=dt,
+        seed=seed,
+        record_weights=record_weights,
+    )

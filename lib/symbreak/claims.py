@@ -215,8 +215,9 @@ class Ledger:
         tmp.replace(path)
 
     # -- the common path of every claim -----------------------------------------------------
-    def _add(self, *, id, ref, statement, status, paper, kind, measured, expected, tolerance,
-             holds, detail, fmt, glue_values):
+    def _add(
+        self, *, id, ref, statement, status, paper, kind, measured, expected, tolerance, holds, detail, fmt, glue_values
+    ):
         if not isinstance(id, str) or not _ID.match(id):
             raise ValueError(f"id must be lower-case letters, digits and '-', got {id!r}")
         if id in self._ids:
@@ -251,15 +252,30 @@ class Ledger:
             self._dump()
         if self.glue:
             _glue_all(id, glue_values)
-        claim = Claim(**{k: rec[k] for k in ("id", "ref", "statement", "holds", "detail")},
-                      measured=measured, expected=expected)
+        claim = Claim(
+            **{k: rec[k] for k in ("id", "ref", "statement", "holds", "detail")}, measured=measured, expected=expected
+        )
         if holds is False:
             raise ClaimError(f"[{self.page}] claim {id} ({ref}) does not hold: {statement} — {detail}")
         return claim
 
     # -- comparisons ----------------------------------------------------------------------
-    def close(self, id, ref, statement, measured, expected, *, rtol=0.0, atol=0.0,
-              quick_rtol=None, quick_atol=None, status="reproduced", paper=None, fmt="{:.4g}"):
+    def close(
+        self,
+        id,
+        ref,
+        statement,
+        measured,
+        expected,
+        *,
+        rtol=0.0,
+        atol=0.0,
+        quick_rtol=None,
+        quick_atol=None,
+        status="reproduced",
+        paper=None,
+        fmt="{:.4g}",
+    ):
         """Claim ``|measured - expected| <= atol + rtol*|expected|`` (element-wise).
 
         Glues ``id`` (measured), ``id-expected`` and ``id-err`` (largest relative error, as a
@@ -286,17 +302,42 @@ class Ledger:
         max_abs = float(np.nanmax(abs_err)) if finite else float("nan")
         max_rel = float(np.nanmax(rel)) if finite and np.any(e != 0) else float("nan")
         err_text = f"{100 * max_rel:.2g}%" if math.isfinite(max_rel) else f"{max_abs:.2g}"
-        detail = f"measured {_fmt(measured, fmt)}, expected {_fmt(expected, fmt)}, " \
-                 f"max abs err {max_abs:.3g}, max rel err {max_rel:.3g}; tolerance atol={atol:g}, rtol={rtol:g}"
-        return self._add(id=id, ref=ref, statement=statement, status=status, paper=paper, kind="close",
-                         measured=measured, expected=expected,
-                         tolerance={"rtol": rtol, "atol": atol, "max_rel_err": max_rel, "max_abs_err": max_abs},
-                         holds=ok, detail=detail, fmt=fmt,
-                         glue_values={id: _fmt(measured, fmt), f"{id}-expected": _fmt(expected, fmt),
-                                      f"{id}-err": err_text})
+        detail = (
+            f"measured {_fmt(measured, fmt)}, expected {_fmt(expected, fmt)}, "
+            f"max abs err {max_abs:.3g}, max rel err {max_rel:.3g}; tolerance atol={atol:g}, rtol={rtol:g}"
+        )
+        return self._add(
+            id=id,
+            ref=ref,
+            statement=statement,
+            status=status,
+            paper=paper,
+            kind="close",
+            measured=measured,
+            expected=expected,
+            tolerance={"rtol": rtol, "atol": atol, "max_rel_err": max_rel, "max_abs_err": max_abs},
+            holds=ok,
+            detail=detail,
+            fmt=fmt,
+            glue_values={id: _fmt(measured, fmt), f"{id}-expected": _fmt(expected, fmt), f"{id}-err": err_text},
+        )
 
-    def bound(self, id, ref, statement, measured, *, lower=None, upper=None, quick_lower=None,
-              quick_upper=None, strict=False, status="reproduced", paper=None, fmt="{:.4g}"):
+    def bound(
+        self,
+        id,
+        ref,
+        statement,
+        measured,
+        *,
+        lower=None,
+        upper=None,
+        quick_lower=None,
+        quick_upper=None,
+        strict=False,
+        status="reproduced",
+        paper=None,
+        fmt="{:.4g}",
+    ):
         """Claim ``lower <= measured <= upper`` (either side may be omitted; ``strict`` for < )."""
         lower, upper = self._pick(lower, quick_lower), self._pick(upper, quick_upper)
         if lower is None and upper is None:
@@ -308,27 +349,48 @@ class Ledger:
         if upper is not None:
             ok = ok and bool(np.all(m < upper) if strict else np.all(m <= upper))
         lt = "<" if strict else "≤"
-        expected = (f"{'' if lower is None else f'{lower:g} {lt} '}value"
-                    f"{'' if upper is None else f' {lt} {upper:g}'}")
+        expected = f"{'' if lower is None else f'{lower:g} {lt} '}value{'' if upper is None else f' {lt} {upper:g}'}"
         detail = f"measured {_fmt(measured, fmt)}; required {expected}"
-        return self._add(id=id, ref=ref, statement=statement, status=status, paper=paper, kind="bound",
-                         measured=measured, expected=expected,
-                         tolerance={"lower": lower, "upper": upper, "strict": strict},
-                         holds=ok, detail=detail, fmt=fmt, glue_values={id: _fmt(measured, fmt)})
+        return self._add(
+            id=id,
+            ref=ref,
+            statement=statement,
+            status=status,
+            paper=paper,
+            kind="bound",
+            measured=measured,
+            expected=expected,
+            tolerance={"lower": lower, "upper": upper, "strict": strict},
+            holds=ok,
+            detail=detail,
+            fmt=fmt,
+            glue_values={id: _fmt(measured, fmt)},
+        )
 
-    def sign(self, id, ref, statement, measured, *, positive=True, status="reproduced", paper=None,
-             fmt="{:.4g}"):
+    def sign(self, id, ref, statement, measured, *, positive=True, status="reproduced", paper=None, fmt="{:.4g}"):
         """Claim ``measured > 0`` (``positive=True``) or ``measured < 0``."""
         m = _real_array("measured", measured)
         ok = bool(np.all(np.isfinite(m)) and (np.all(m > 0) if positive else np.all(m < 0)))
         expected = "> 0" if positive else "< 0"
-        return self._add(id=id, ref=ref, statement=statement, status=status, paper=paper, kind="sign",
-                         measured=measured, expected=expected, tolerance=None, holds=ok,
-                         detail=f"measured {_fmt(measured, fmt)}; required {expected}", fmt=fmt,
-                         glue_values={id: _fmt(measured, fmt)})
+        return self._add(
+            id=id,
+            ref=ref,
+            statement=statement,
+            status=status,
+            paper=paper,
+            kind="sign",
+            measured=measured,
+            expected=expected,
+            tolerance=None,
+            holds=ok,
+            detail=f"measured {_fmt(measured, fmt)}; required {expected}",
+            fmt=fmt,
+            glue_values={id: _fmt(measured, fmt)},
+        )
 
-    def order(self, id, ref, statement, values, *, increasing=True, strict=True, status="reproduced",
-              paper=None, fmt="{:.4g}"):
+    def order(
+        self, id, ref, statement, values, *, increasing=True, strict=True, status="reproduced", paper=None, fmt="{:.4g}"
+    ):
         """Claim that ``values`` (a 1-D sequence) is increasing (or decreasing)."""
         v = _real_array("values", values).ravel()
         if v.size < 2:
@@ -336,30 +398,63 @@ class Ledger:
         d = np.diff(v) if increasing else -np.diff(v)
         ok = bool(np.all(np.isfinite(v)) and (np.all(d > 0) if strict else np.all(d >= 0)))
         expected = ("strictly " if strict else "") + ("increasing" if increasing else "decreasing")
-        return self._add(id=id, ref=ref, statement=statement, status=status, paper=paper, kind="order",
-                         measured=values, expected=expected, tolerance=None, holds=ok,
-                         detail=f"values {_fmt(values, fmt)}; required {expected}", fmt=fmt,
-                         glue_values={id: _fmt(values, fmt)})
+        return self._add(
+            id=id,
+            ref=ref,
+            statement=statement,
+            status=status,
+            paper=paper,
+            kind="order",
+            measured=values,
+            expected=expected,
+            tolerance=None,
+            holds=ok,
+            detail=f"values {_fmt(values, fmt)}; required {expected}",
+            fmt=fmt,
+            glue_values={id: _fmt(values, fmt)},
+        )
 
-    def true(self, id, ref, statement, condition, *, measured=None, status="reproduced", paper=None,
-             fmt="{:.4g}"):
+    def true(self, id, ref, statement, condition, *, measured=None, status="reproduced", paper=None, fmt="{:.4g}"):
         """Claim a condition computed on the page (e.g. an exact property or a count)."""
         if not isinstance(condition, (bool, np.bool_)):
             raise TypeError(f"condition must be a bool, got {type(condition).__name__}")
         shown = measured if measured is not None else bool(condition)
-        return self._add(id=id, ref=ref, statement=statement, status=status, paper=paper, kind="true",
-                         measured=shown, expected=True, tolerance=None, holds=bool(condition),
-                         detail=f"condition is {bool(condition)}"
-                                + ("" if measured is None else f" (measured {_fmt(measured, fmt)})"),
-                         fmt=fmt, glue_values={id: _fmt(shown, fmt)})
+        return self._add(
+            id=id,
+            ref=ref,
+            statement=statement,
+            status=status,
+            paper=paper,
+            kind="true",
+            measured=shown,
+            expected=True,
+            tolerance=None,
+            holds=bool(condition),
+            detail=f"condition is {bool(condition)}"
+            + ("" if measured is None else f" (measured {_fmt(measured, fmt)})"),
+            fmt=fmt,
+            glue_values={id: _fmt(shown, fmt)},
+        )
 
     def record(self, id, ref, statement, *, status="derived", paper=None, measured=None):
         """A row with no numeric check: derived in the text, stated only, or missing."""
         if status in CHECKED_STATUSES:
             raise ValueError(f"status {status!r} needs a numeric check: use close/bound/sign/order/true")
-        return self._add(id=id, ref=ref, statement=statement, status=status, paper=paper, kind="record",
-                         measured=measured, expected=None, tolerance=None, holds=None,
-                         detail="no numeric check", fmt="{}", glue_values={})
+        return self._add(
+            id=id,
+            ref=ref,
+            statement=statement,
+            status=status,
+            paper=paper,
+            kind="record",
+            measured=measured,
+            expected=None,
+            tolerance=None,
+            holds=None,
+            detail="no numeric check",
+            fmt="{}",
+            glue_values={},
+        )
 
     # -- helpers ----------------------------------------------------------------------------
     @staticmethod
@@ -368,8 +463,7 @@ class Ledger:
 
     def summary(self) -> str:
         """One line per claim: id, holds, detail."""
-        return "\n".join(f"{c['id']}: {'holds' if c['holds'] else c['holds']} — {c['detail']}"
-                         for c in self.claims)
+        return "\n".join(f"{c['id']}: {'holds' if c['holds'] else c['holds']} — {c['detail']}" for c in self.claims)
 
 
 @dataclass(frozen=True)
@@ -476,23 +570,34 @@ def build_report(records: list[dict], inventory: list[dict]) -> tuple[list[dict]
         else:
             backing = [r for r in records if r["paper"] == item["paper"] and r["ref"] == item["ref"]]
         if item["status"] in CHECKED_STATUSES and not any(r.get("holds") is not None for r in backing):
-            problems.append(f"inventory {item['paper']} {item['ref']} is '{item['status']}' but no computed claim backs it")
+            problems.append(
+                f"inventory {item['paper']} {item['ref']} is '{item['status']}' but no computed claim backs it"
+            )
         if not backing:
-            rows.append({
-                "id": "inv-" + _slug(item["paper"] + "-" + item["ref"]),
-                "paper": item["paper"], "ref": item["ref"], "statement": item["statement"],
-                "status": item["status"], "kind": "inventory", "measured": None, "expected": None,
-                "tolerance": None, "holds": None, "detail": item.get("note", ""),
-                "mode": None, "page": item.get("page"),
-            })
+            rows.append(
+                {
+                    "id": "inv-" + _slug(item["paper"] + "-" + item["ref"]),
+                    "paper": item["paper"],
+                    "ref": item["ref"],
+                    "statement": item["statement"],
+                    "status": item["status"],
+                    "kind": "inventory",
+                    "measured": None,
+                    "expected": None,
+                    "tolerance": None,
+                    "holds": None,
+                    "detail": item.get("note", ""),
+                    "mode": None,
+                    "page": item.get("page"),
+                }
+            )
     return rows, problems
 
 
 def validate_report(rows: list[dict]) -> list[str]:
     """Schema check of ``claims.json`` rows; returns the problems found (empty when valid)."""
     problems = []
-    required = ("id", "paper", "ref", "statement", "status", "measured", "expected", "tolerance",
-                "holds", "page")
+    required = ("id", "paper", "ref", "statement", "status", "measured", "expected", "tolerance", "holds", "page")
     ids = set()
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
@@ -558,8 +663,10 @@ def main(argv=None) -> int:
             counts[r["paper"]][r["status"]] += 1
         for paper, by in sorted(counts.items()):
             print(paper, ", ".join(f"{k}: {v}" for k, v in sorted(by.items())))
-        print(f"{len(rows)} rows, {sum(r['holds'] is True for r in rows)} hold, "
-              f"{sum(r['holds'] is False for r in rows)} fail, {len(problems)} problems")
+        print(
+            f"{len(rows)} rows, {sum(r['holds'] is True for r in rows)} hold, "
+            f"{sum(r['holds'] is False for r in rows)} fail, {len(problems)} problems"
+        )
         return 1 if problems else 0
     old = json.loads(pathlib.Path(args.old).read_text())
     new = json.loads(pathlib.Path(args.new).read_text())

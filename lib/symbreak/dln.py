@@ -56,15 +56,16 @@ from scipy import integrate, optimize, special
 
 from .engine import Configuration, DivergenceError, record_steps, run_ensemble
 from .validation import (
+    MAX_STEPS,
     check_array,
     check_choice,
     check_int,
     check_positive,
     check_positive_array,
     check_tolerance,
+    finite_result,
     solve_ivp_bounded,
 )
-from .validation import MAX_STEPS, finite_result
 
 __all__ = [
     "entropy",
@@ -117,6 +118,7 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # validation
 # ---------------------------------------------------------------------------------------------
+
 
 def _check_sigma(sigma, name: str = "sigma", *, min_d: int = 1) -> np.ndarray:
     arr = check_positive_array(name, sigma, ndim=1)
@@ -171,8 +173,9 @@ def _check_d(d, *, minimum: int = 2) -> int:
     try:
         return check_int("d", d, minimum=minimum)
     except ValueError:
-        raise ValueError(f"d must be an integer >= {minimum} (the formula needs pairs of singular values), "
-                         f"got {d!r}") from None
+        raise ValueError(
+            f"d must be an integer >= {minimum} (the formula needs pairs of singular values), got {d!r}"
+        ) from None
 
 
 def _check_factors(Ws, name: str = "Ws") -> list:
@@ -303,6 +306,7 @@ def _G2(delta, N):
 # ---------------------------------------------------------------------------------------------
 # entropy and its derivatives (batched internals: sigma of shape (..., d))
 # ---------------------------------------------------------------------------------------------
+
 
 def _deltas(ell):
     return ell[..., :, None] - ell[..., None, :]
@@ -529,8 +533,10 @@ def entropy_autograd(sigma, N):
     sigma = _check_sigma(sigma, min_d=2)
     N = _check_depth(N)
     if N > _LITERAL_DEPTH:
-        raise ValueError(f"N must be <= {_LITERAL_DEPTH} for entropy_autograd (it differentiates the N-term "
-                         f"polynomial literally), got {N}")
+        raise ValueError(
+            f"N must be <= {_LITERAL_DEPTH} for entropy_autograd (it differentiates the N-term "
+            f"polynomial literally), got {N}"
+        )
     d = sigma.size
     iu = torch.triu_indices(d, d, 1)
 
@@ -550,6 +556,7 @@ def entropy_autograd(sigma, N):
 # ---------------------------------------------------------------------------------------------
 # the entropy from the orbit volume (Section 1.2): Gram determinant of the balanced fibre
 # ---------------------------------------------------------------------------------------------
+
 
 def _skew_basis(d):
     basis = []
@@ -638,6 +645,7 @@ def tridiagonal_toeplitz_det(diag, off, n):
 # Theorem 1.9 for N > 2: the pair discriminant Δ_N, without cancellation, and its certification
 # ---------------------------------------------------------------------------------------------
 
+
 def concavity_discriminant(delta, N):
     """``Δ_N(δ) = κ² − 2κG_N''(δ) − G_N'(δ)²`` (``κ = 1 − 1/N``): a pair block of the Euclidean Hessian
     of ``S_N`` is negative definite iff ``Δ_N(δ) > 0`` (Theorem 1.9), ``δ = log(σ_i/σ_j)``.
@@ -664,8 +672,12 @@ def concavity_discriminant(delta, N):
     x = delta[~small]
     eps = 1.0 / np.expm1(2.0 * x)
     eta = 1.0 / np.expm1(2.0 * x / N)
-    out[~small] = (4.0 * kappa * eta / N * (1.0 - 2.0 / N) - 8.0 * kappa * eta**2 / N**2
-                   + 4.0 * kappa * eps * (1.0 + 2.0 * eps) - 4.0 * (eta / N - eps) ** 2)
+    out[~small] = (
+        4.0 * kappa * eta / N * (1.0 - 2.0 / N)
+        - 8.0 * kappa * eta**2 / N**2
+        + 4.0 * kappa * eps * (1.0 + 2.0 * eps)
+        - 4.0 * (eta / N - eps) ** 2
+    )
     return out if out.ndim else float(out)
 
 
@@ -720,8 +732,12 @@ def certify_concavity(N, *, max_intervals: int = 20_000, dps: int = 30) -> dict:
                 return kap**2 - 2 * kap * g2 - g1**2
             eps = 1 / (iv.exp(2 * x) - 1)
             eta = 1 / (iv.exp(2 * x / n) - 1)
-            return (4 * kap * eta / n * (1 - 2 / n) - 8 * kap * eta**2 / n**2
-                    + 4 * kap * eps * (1 + 2 * eps) - 4 * (eta / n - eps) ** 2)
+            return (
+                4 * kap * eta / n * (1 - 2 / n)
+                - 8 * kap * eta**2 / n**2
+                + 4 * kap * eps * (1 + 2 * eps)
+                - 4 * (eta / n - eps) ** 2
+            )
 
         stack = [(0.0, 0.5), (0.5, float(tail) + 1e-9)] if tail > 0.5 else [(0.0, 0.5)]
         used, min_lower, ok = 0, math.inf, True
@@ -746,6 +762,7 @@ def certify_concavity(N, *, max_intervals: int = 20_000, dps: int = 30) -> dict:
 # ---------------------------------------------------------------------------------------------
 # spectral energies
 # ---------------------------------------------------------------------------------------------
+
 
 def _check_energy_sigma(sigma) -> np.ndarray:
     sigma = check_array("sigma", sigma)
@@ -838,6 +855,7 @@ def _resolve_energy(p, energy) -> SpectralEnergy:
 # the flow on the chamber (Lemma 2.5)
 # ---------------------------------------------------------------------------------------------
 
+
 def _free_energy_grad(sigma, N, beta, energy):
     grad = energy._gradient(sigma)
     if not math.isinf(beta):
@@ -897,7 +915,7 @@ def _mu_rhs_and_jac(N, beta, energy):
 
     def rhs(_t, mu):
         sigma = np.exp(N * mu)
-        out = -sigma ** (1.0 - 2.0 / N) * energy._gradient(sigma)
+        out = -(sigma ** (1.0 - 2.0 / N)) * energy._gradient(sigma)
         if entropic:
             out = out + sigma ** (-2.0 / N) * _entropy_log_grad(sigma, N) / beta
         return out
@@ -919,8 +937,9 @@ def _mu_rhs_and_jac(N, beta, energy):
     return rhs, jac
 
 
-def singular_value_flow(sigma0, t_eval, *, N, beta, p=None, energy=None, method: str = "LSODA",
-                        rtol: float = 1e-10, atol: float = 1e-12) -> np.ndarray:
+def singular_value_flow(
+    sigma0, t_eval, *, N, beta, p=None, energy=None, method: str = "LSODA", rtol: float = 1e-10, atol: float = 1e-12
+) -> np.ndarray:
     """Integrate the singular-value flow ``σ̇_i = −N σ_i^{2−2/N} ∂F_β/∂σ_i`` (Lemma 2.5).
 
     The flow is integrated in ``μ_i = log λ_i = (1/N) log σ_i``: the metric (2.9) is flat in
@@ -967,8 +986,10 @@ def singular_value_flow(sigma0, t_eval, *, N, beta, p=None, energy=None, method:
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         f0, j0 = rhs(0.0, mu0), jac(0.0, mu0)
     if not (np.all(np.isfinite(f0)) and np.all(np.isfinite(j0))):
-        raise ValueError("sigma0 is outside the range where the flow's vector field is representable in "
-                         f"float64 (it overflows at sigma0 = {sigma0!r})")
+        raise ValueError(
+            "sigma0 is outside the range where the flow's vector field is representable in "
+            f"float64 (it overflows at sigma0 = {sigma0!r})"
+        )
     jnorm = float(np.abs(j0).sum(axis=1).max())
     if t_end * jnorm <= 1e-6:
         # a horizon far below the flow's time scale 1/‖J‖ (LSODA cannot step through t_end = 1e-200):
@@ -976,8 +997,9 @@ def singular_value_flow(sigma0, t_eval, *, N, beta, p=None, energy=None, method:
         mu = mu0[None, :] + t_eval[:, None] * f0[None, :] + 0.5 * t_eval[:, None] ** 2 * (j0 @ f0)[None, :]
         return np.exp(N * mu)
     with np.errstate(over="ignore", invalid="ignore"):
-        mu = solve_ivp_bounded(rhs, t_end, mu0, t_eval, method=method, rtol=rtol, atol=atol, jac=jac,
-                               what="singular_value_flow")
+        mu = solve_ivp_bounded(
+            rhs, t_end, mu0, t_eval, method=method, rtol=rtol, atol=atol, jac=jac, what="singular_value_flow"
+        )
     out = np.exp(N * mu)
     if not np.all(np.isfinite(out)) or np.any(out <= 0):
         raise ValueError("singular_value_flow: the singular values left the float64 range (sigma0 too extreme)")
@@ -1014,6 +1036,7 @@ def numerical_jacobian(fun, x, *, rel_step: float = 1e-3) -> np.ndarray:
 # equilibria and rates (Theorems 1.2 and 1.3)
 # ---------------------------------------------------------------------------------------------
 
+
 def schatten_sigma_star(p, N, d, beta) -> float:
     """Equilibrium ``σ⋆`` of ``F_β = E_p − S_N/β`` (Theorem 1.2): the root of the balance equation
     (1.12), ``σ⋆^{p−1} = (d−1)(1 − 1/N)/(2βσ⋆)``, i.e. ``σ⋆^p = (d−1)(1 − 1/N)/(2β)``.
@@ -1031,7 +1054,9 @@ def schatten_sigma_star(p, N, d, beta) -> float:
         return float(base ** (1.0 / p))
     log_s = (math.log((d - 1) * _kappa(N)) - math.log(2.0) - math.log(beta)) / p  # beta = 5e-324: no overflow
     if log_s >= math.log(np.finfo(float).max):
-        raise ValueError(f"sigma_star = ((d-1)(1-1/N)/(2 beta))^(1/p) exceeds the float64 range (beta = {beta!r} too small)")
+        raise ValueError(
+            f"sigma_star = ((d-1)(1-1/N)/(2 beta))^(1/p) exceeds the float64 range (beta = {beta!r} too small)"
+        )
     return float(math.exp(log_s))
 
 
@@ -1062,7 +1087,9 @@ def sigma_star(energy: SpectralEnergy, N, d, beta) -> float:
         hi += 2.0
     if not (bal(lo) < 0 < bal(hi)):
         raise ValueError("the balance equation (1.12) has no sign change: check the energy's assumptions")
-    return finite_result("sigma_star", float(math.exp(optimize.brentq(bal, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps))))
+    return finite_result(
+        "sigma_star", float(math.exp(optimize.brentq(bal, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)))
+    )
 
 
 def _rates_from(s, h1, h2, N, d, beta):
@@ -1134,7 +1161,7 @@ def _R(a: float, u):
         logu = np.log(uh)
         b = 1.0 - a
         expo = -logu if b == 0.0 else np.expm1(-b * logu) / b  # (u^{a−1} − 1)/(1 − a)
-        out[high] = (special.digamma(2.0 - a) - special.digamma(a) + _R(2.0 - a, 1.0 / uh) + expo + logu)
+        out[high] = special.digamma(2.0 - a) - special.digamma(a) + _R(2.0 - a, 1.0 / uh) + expo + logu
     return out
 
 
@@ -1345,11 +1372,9 @@ def schatten_scale(t, s0, *, p, N, d, beta) -> np.ndarray:
         one_minus_z0 = -math.expm1(x0)  # signed: > 0 below, < 0 above
     else:
         if side > 0:
-            log_c0 = (_log_clock(a, 1, x=x0) if x0 <= -math.log(2.0)
-                      else _log_clock(a, 1, w=-math.log(-math.expm1(x0))))
+            log_c0 = _log_clock(a, 1, x=x0) if x0 <= -math.log(2.0) else _log_clock(a, 1, w=-math.log(-math.expm1(x0)))
         else:
-            log_c0 = (_log_clock(a, -1, x=x0) if x0 >= math.log(1.5)
-                      else _log_clock(a, -1, w=-math.log(math.expm1(x0))))
+            log_c0 = _log_clock(a, -1, x=x0) if x0 >= math.log(1.5) else _log_clock(a, -1, w=-math.log(math.expm1(x0)))
     for n, tn in enumerate(flat_t):
         if tn == 0.0:
             flat_out[n] = s0
@@ -1374,12 +1399,13 @@ def schatten_scale(t, s0, *, p, N, d, beta) -> np.ndarray:
 # matrices: the operator A_{N,X}, balanced factors, gradient descent on the factors
 # ---------------------------------------------------------------------------------------------
 
+
 def _sym_power(m, power):
     """``M^power`` of a symmetric positive semi-definite matrix (``0^0 = 1``)."""
     w, q = np.linalg.eigh(0.5 * (m + m.T))
     w = np.clip(w, 0.0, None)
     with np.errstate(divide="ignore"):
-        wp = np.where(w > 0, w ** power, 1.0 if power == 0 else 0.0)
+        wp = np.where(w > 0, w**power, 1.0 if power == 0 else 0.0)
     return (q * wp) @ q.T
 
 
@@ -1396,8 +1422,10 @@ def A_operator(X, P, N) -> np.ndarray:
     P = check_array("P", P, shape=X.shape)
     N = _check_depth(N)
     if N > _LITERAL_DEPTH:
-        raise ValueError(f"N must be <= {_LITERAL_DEPTH} for A_operator (it sums the N terms literally), got {N}; "
-                         "A_eigenvalues gives the operator's eigenvalues for any N")
+        raise ValueError(
+            f"N must be <= {_LITERAL_DEPTH} for A_operator (it sums the N terms literally), got {N}; "
+            "A_eigenvalues gives the operator's eigenvalues for any N"
+        )
     with np.errstate(over="ignore", invalid="ignore"):
         left = X @ X.T
         right = X.T @ X
@@ -1414,8 +1442,10 @@ def A_matrix(X, N) -> np.ndarray:
     N = _check_depth(N)
     d = X.shape[0]
     if N * d * d > 50 * _LITERAL_DEPTH:
-        raise ValueError(f"A_matrix applies the N-term sum to d² = {d * d} basis matrices: N * d² must be <= "
-                         f"{50 * _LITERAL_DEPTH}, got N = {N}, d = {d} (A_eigenvalues gives the eigenvalues for any N)")
+        raise ValueError(
+            f"A_matrix applies the N-term sum to d² = {d * d} basis matrices: N * d² must be <= "
+            f"{50 * _LITERAL_DEPTH}, got N = {N}, d = {d} (A_eigenvalues gives the eigenvalues for any N)"
+        )
     cols = []
     for k in range(d * d):
         e = np.zeros(d * d)
@@ -1465,7 +1495,7 @@ def factor_metric_operator(Ws, P) -> np.ndarray:
     d = P.shape[0]
     out = np.zeros_like(P)
     for k in range(n):
-        left = end_to_end(Ws[k + 1:]) if k + 1 < n else np.eye(d)
+        left = end_to_end(Ws[k + 1 :]) if k + 1 < n else np.eye(d)
         right = end_to_end(Ws[:k]) if k > 0 else np.eye(d)
         out += left @ left.T @ P @ right.T @ right
     return finite_result("factor_metric_operator", out)
@@ -1509,7 +1539,10 @@ def balance_defect(Ws) -> float:
     Ws = _check_factors(Ws)
     if len(Ws) < 2:
         return 0.0
-    return finite_result("balance_defect", float(max(np.linalg.norm(Ws[k + 1].T @ Ws[k + 1] - Ws[k] @ Ws[k].T) for k in range(len(Ws) - 1))))
+    return finite_result(
+        "balance_defect",
+        float(max(np.linalg.norm(Ws[k + 1].T @ Ws[k + 1] - Ws[k] @ Ws[k].T) for k in range(len(Ws) - 1))),
+    )
 
 
 def spectral_gradient_matrix(X, *, N, beta, p=None, energy=None) -> np.ndarray:
@@ -1548,9 +1581,14 @@ class _FactorModel:
     def _svd(self, X, step):
         # never hand a non-finite matrix to the SVD (LAPACK can loop forever on it)
         if not np.all(np.isfinite(X)):
-            raise DivergenceError(step, 0, {"step": self.h, "N": self.N, "beta": self.beta},
-                                  float(np.max(np.abs(np.nan_to_num(X, nan=np.inf)))), _FACTOR_LIMIT,
-                                  "factor gradient descent")
+            raise DivergenceError(
+                step,
+                0,
+                {"step": self.h, "N": self.N, "beta": self.beta},
+                float(np.max(np.abs(np.nan_to_num(X, nan=np.inf)))),
+                _FACTOR_LIMIT,
+                "factor gradient descent",
+            )
         return np.linalg.svd(X)
 
     def draw(self, m):
@@ -1560,8 +1598,14 @@ class _FactorModel:
         prefix = self._prefix()
         U, s, Vt = self._svd(prefix[-1], n)
         if s.min() <= 0:
-            raise DivergenceError(n, 0, {"step": self.h, "N": self.N, "beta": self.beta}, 0.0, _FACTOR_LIMIT,
-                                  "factor gradient descent (X became singular)")
+            raise DivergenceError(
+                n,
+                0,
+                {"step": self.h, "N": self.N, "beta": self.beta},
+                0.0,
+                _FACTOR_LIMIT,
+                "factor gradient descent (X became singular)",
+            )
         G = (U * _free_energy_grad(s, self.N, self.beta, self.energy)[None, :]) @ Vt
         N, Ws = self.N, self.Ws
         suffix = [self.eye] * (N + 1)
@@ -1586,6 +1630,7 @@ class _FactorModel:
 
 
 _FACTOR_LIMIT = 1e12
+
 
 def entropy_gradient_matrix(X, N) -> np.ndarray:
     """Euclidean gradient ``∇_X S_N = U diag(∂S_N/∂σ_i) Vᵀ`` of the entropy at an invertible ``X``
@@ -1647,16 +1692,19 @@ def matrix_flow_jacobian(X, *, N, beta, grad_energy, rel_step: float = 1e-4) -> 
     x = X.ravel()
     cols = []
     for j in range(x.size):
+
         def central(step):
             e = np.zeros_like(x)
             e[j] = step
             return (fun(x + e) - fun(x - e)) / (2.0 * step)
+
         cols.append((4.0 * central(h / 2.0) - central(h)) / 3.0)
     return np.stack(cols, axis=1)
 
 
-def matrix_flow(X0, t_eval, *, N, beta, grad_energy, rtol: float = 1e-9, atol: float = 1e-12,
-                max_steps: int = 200_000) -> np.ndarray:
+def matrix_flow(
+    X0, t_eval, *, N, beta, grad_energy, rtol: float = 1e-9, atol: float = 1e-12, max_steps: int = 200_000
+) -> np.ndarray:
     """Integrate :func:`matrix_velocity` from ``X0`` (``scipy.integrate.solve_ivp``, DOP853).
 
     Returns the matrices at ``t_eval`` (shape ``(T, d, d)``). Raises ``RuntimeError`` when the
@@ -1679,8 +1727,9 @@ def matrix_flow(X0, t_eval, *, N, beta, grad_energy, rtol: float = 1e-9, atol: f
 
     if t_eval[-1] == 0.0:
         return np.repeat(X0[None], t_eval.size, axis=0)
-    sol = integrate.solve_ivp(rhs, (0.0, float(t_eval[-1])), X0.ravel(), method="DOP853", t_eval=t_eval,
-                              rtol=rtol, atol=atol)
+    sol = integrate.solve_ivp(
+        rhs, (0.0, float(t_eval[-1])), X0.ravel(), method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol
+    )
     if not sol.success:
         raise RuntimeError(f"matrix_flow: integration failed ({sol.message})")
     return sol.y.T.reshape((t_eval.size,) + shape)
@@ -1720,10 +1769,18 @@ def train_factors(Ws, *, N, beta, step, steps, p=None, energy=None, record_every
     energy = _resolve_energy(p, energy)
     grid = record_steps(steps, record_every) if steps else np.zeros(1, dtype=np.int64)
     model = _FactorModel(Ws, N, beta, energy, step)
-    run = run_ensemble(lambda _reps, _streams: model, [Configuration(1, grid, {"step": step, "N": N, "beta": beta})],
-                       seed=0, record_names=("sigma", "balance"), final_names=tuple(f"W{k}" for k in range(N)),
-                       n_chunks=1, check_every=1, divergence_limit=_FACTOR_LIMIT,
-                       method="factor gradient descent", desc="factor gradient descent")[0]
+    run = run_ensemble(
+        lambda _reps, _streams: model,
+        [Configuration(1, grid, {"step": step, "N": N, "beta": beta})],
+        seed=0,
+        record_names=("sigma", "balance"),
+        final_names=tuple(f"W{k}" for k in range(N)),
+        n_chunks=1,
+        check_every=1,
+        divergence_limit=_FACTOR_LIMIT,
+        method="factor gradient descent",
+        desc="factor gradient descent",
+    )[0]
     Ws = [run.final[f"W{k}"][0] for k in range(N)]
     return {"times": grid * step, "sigma": run.sigma[0], "balance": run.balance[0], "Ws": Ws, "X": end_to_end(Ws)}
 
@@ -1736,8 +1793,7 @@ def train_factors(Ws, *, N, beta, step, steps, p=None, energy=None, record_every
 EXPLORER_BOX = {"N": (2, 8), "log10_beta": (-1.5, 1.5), "p": (1.0, 4.0)}
 
 
-def explorer_view(N, log10_beta, p, *, n_grid: int = 28, n_times: int = 120,
-                  starts=(0.1, 0.5, 1.5, 3.0)) -> dict:
+def explorer_view(N, log10_beta, p, *, n_grid: int = 28, n_times: int = 120, starts=(0.1, 0.5, 1.5, 3.0)) -> dict:
     """Data of one view of the ``d = 2`` explorer: phase portrait, trajectories and the exact scale.
 
     For ``F_β = E_p − S_N/β`` with ``d = 2``: the vector field (1.10) on an ``n_grid × n_grid`` grid of
@@ -1794,27 +1850,45 @@ def explorer_view(N, log10_beta, p, *, n_grid: int = 28, n_times: int = 120,
         # exact time (Theorem 1.7) for the diagonal flow from σ = rσ⋆ to |z − 1| = e^{−2}, z = (σ/σ⋆)^p
         target = ss * (1.0 + math.copysign(math.exp(-2.0), r - 1.0)) ** (1.0 / nu)
         start = ss * r ** (1.0 / N)
-        return max(0.0, float(scale_time_function(target, p=p, N=N, d=2, beta=beta)
-                              - scale_time_function(start, p=p, N=N, d=2, beta=beta)))
+        return max(
+            0.0,
+            float(
+                scale_time_function(target, p=p, N=N, d=2, beta=beta)
+                - scale_time_function(start, p=p, N=N, d=2, beta=beta)
+            ),
+        )
 
     slow = rho_perp if rho_perp < -1e-9 * abs(rho1) else rho1
     traj_starts = np.array([(0.95, 0.02), (0.95, 0.8), (0.3, 0.05), (0.1, 0.08)]) * lim
     # arrival of the slowest start's scale (its geometric mean, the smallest one), then 8 slow e-folds
     t_end = max(arrival(0.02 * 2.6), arrival(0.95 * 2.6)) + 8.0 / abs(slow)
     tt = np.linspace(0.0, t_end, n_times)
-    trajectories = np.stack([singular_value_flow(s0, tt, N=N, beta=beta, p=p, rtol=1e-8, atol=1e-10)
-                             for s0 in traj_starts])
+    trajectories = np.stack(
+        [singular_value_flow(s0, tt, N=N, beta=beta, p=p, rtol=1e-8, atol=1e-10) for s0 in traj_starts]
+    )
     ts = np.linspace(0.0, max(arrival(r) for r in starts) + 6.0 / abs(rho1), n_times)
-    curves = np.stack([(schatten_scale(ts, r ** (1.0 / N) * ss, p=p, N=N, d=2, beta=beta) / ss) ** N
-                       for r in starts])
-    return {"sigma_star": s, "rho1": rho1, "rho_perp": rho_perp, "lim": lim, "grid": grid,
-            "velocity": velocity, "trajectory_starts": traj_starts, "trajectories": trajectories,
-            "times": tt, "t_end": t_end, "scale_times": ts, "scale_starts": starts, "scale_curves": curves}
+    curves = np.stack([(schatten_scale(ts, r ** (1.0 / N) * ss, p=p, N=N, d=2, beta=beta) / ss) ** N for r in starts])
+    return {
+        "sigma_star": s,
+        "rho1": rho1,
+        "rho_perp": rho_perp,
+        "lim": lim,
+        "grid": grid,
+        "velocity": velocity,
+        "trajectory_starts": traj_starts,
+        "trajectories": trajectories,
+        "times": tt,
+        "t_end": t_end,
+        "scale_times": ts,
+        "scale_starts": starts,
+        "scale_curves": curves,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
 # large d (Section 8.3): equilibria of the free energy and a random-matrix contrast
 # ---------------------------------------------------------------------------------------------
+
 
 def _ginibre_terms(sigma):
     """Value, gradient, Hessian of ``S_G = ½ Σ_{i<j} log|σ_i² − σ_j²| + ½ Σ_i log σ_i``."""
@@ -1836,8 +1910,7 @@ def _ginibre_terms(sigma):
     return val, grad, hess
 
 
-def equilibrium_spectrum(sigma0, *, N, beta, p, interaction: str = "dln", tol: float = 1e-12,
-                         max_iter: int = 200):
+def equilibrium_spectrum(sigma0, *, N, beta, p, interaction: str = "dln", tol: float = 1e-12, max_iter: int = 200):
     """Minimise ``F_β(σ) = E_p(σ) − S(σ)/β`` over the chamber by damped Newton iterations.
 
     ``interaction="dln"`` uses the DLN entropy ``S_N`` (Theorem 1.2: the minimiser has all
@@ -1923,4 +1996,7 @@ def quarter_circle_density(x, beta0):
     beta0 = check_positive("beta0", beta0)
     x = check_array("x", x)
     a = 2.0 / beta0
-    return finite_result("quarter_circle_density", np.where((x >= 0) & (x <= math.sqrt(a)), 2.0 * beta0 / math.pi * np.sqrt(np.clip(a - x**2, 0, None)), 0.0))
+    return finite_result(
+        "quarter_circle_density",
+        np.where((x >= 0) & (x <= math.sqrt(a)), 2.0 * beta0 / math.pi * np.sqrt(np.clip(a - x**2, 0, None)), 0.0),
+    )

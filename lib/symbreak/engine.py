@@ -98,8 +98,7 @@ def _apply_factor(factor: np.ndarray, m: np.ndarray) -> np.ndarray:
     return factor @ m @ factor.T
 
 
-def wishart_covariance(rng: np.random.Generator, factor, batch_size: int, size: int, *,
-                       dtype=np.float64) -> np.ndarray:
+def wishart_covariance(rng: np.random.Generator, factor, batch_size: int, size: int, *, dtype=np.float64) -> np.ndarray:
     """Draw ``size`` exact minibatch covariances ``Σ̂ = X Xᵀ / B`` of ``B`` Gaussian points.
 
     Uses the Bartlett decomposition: if ``A`` is lower triangular with ``A_ii² ~ χ²(B − i)``
@@ -148,8 +147,9 @@ def wishart_covariance(rng: np.random.Generator, factor, batch_size: int, size: 
     return finite_result("wishart_covariance", out)
 
 
-def sample_covariance(rng: np.random.Generator, factor, batch_size: int, size: int, *,
-                      dtype=np.float64, return_samples: bool = False):
+def sample_covariance(
+    rng: np.random.Generator, factor, batch_size: int, size: int, *, dtype=np.float64, return_samples: bool = False
+):
     """Draw ``size`` minibatch covariances ``Σ̂ = X Xᵀ / B`` by drawing the ``B`` points.
 
     The reference sampler for :func:`wishart_covariance` (same law, ``d·B`` normals per draw).
@@ -160,8 +160,9 @@ def sample_covariance(rng: np.random.Generator, factor, batch_size: int, size: i
     size = check_int("size", size, minimum=1, maximum=MAX_DRAWS)
     d = factor.shape[0]
     if size * d * batch_size > 10 * MAX_DRAWS:
-        raise ValueError(f"size * d * batch_size = {size * d * batch_size} data entries exceeds {10 * MAX_DRAWS}: "
-                         "draw in chunks")
+        raise ValueError(
+            f"size * d * batch_size = {size * d * batch_size} data entries exceeds {10 * MAX_DRAWS}: draw in chunks"
+        )
     z = rng.standard_normal((size, d, batch_size), dtype=dtype)
     x = factor[:, None] * z if factor.ndim == 1 else np.einsum("ij,njb->nib", factor.astype(dtype), z)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -199,8 +200,12 @@ class DivergenceError(RuntimeError):
         self.step, self.replica, self.params, self.value, self.limit = step, replica, dict(params), value, limit
         self.method = method
         desc = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items())
-        hint = ("The learning rate is past the stability edge (eta * lambda_max(Hessian) > 2); lower eta or raise "
-                "the batch size." if method == "SGD" else "The step size is past the stability edge; lower it.")
+        hint = (
+            "The learning rate is past the stability edge (eta * lambda_max(Hessian) > 2); lower eta or raise "
+            "the batch size."
+            if method == "SGD"
+            else "The step size is past the stability edge; lower it."
+        )
         super().__init__(
             f"{method} diverged at step {step} (replica {replica}; {desc}): weight magnitude "
             f"{value:.3g} exceeds {limit:.3g}. {hint}"
@@ -383,8 +388,10 @@ class WishartBlockSampler:
         if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer) or np.any(b < 1):
             raise ValueError(f"batch_sizes must be a non-empty 1-D array of integers >= 1, got {batch_sizes!r}")
         if self.max_steps * b.size * self.d * self.d > 10 * MAX_DRAWS:
-            raise ValueError(f"max_steps * replicas * d² = {self.max_steps * b.size * self.d ** 2} buffer entries "
-                             f"exceeds {10 * MAX_DRAWS}")
+            raise ValueError(
+                f"max_steps * replicas * d² = {self.max_steps * b.size * self.d**2} buffer entries "
+                f"exceeds {10 * MAX_DRAWS}"
+            )
         c = np.ones(b.size) if scale is None else check_array("scale", scale, ndim=1)
         if c.shape != b.shape or np.any(c <= 0):
             raise ValueError("scale must have one entry > 0 per replica")
@@ -431,8 +438,11 @@ class WishartBlockSampler:
         if m not in self._bufs:
             d, dt, r = self.d, self.dtype, self.n_replicas
             self._bufs[m] = dict(
-                a=np.zeros((r, m, d, d), dt), s=np.empty((r, m, d, d), dt),
-                z=np.empty((r, m, self._nz + d), dt), g=np.empty((r, m, d), dt), u=np.empty((r, m, 2 * d)),
+                a=np.zeros((r, m, d, d), dt),
+                s=np.empty((r, m, d, d), dt),
+                z=np.empty((r, m, self._nz + d), dt),
+                g=np.empty((r, m, d), dt),
+                u=np.empty((r, m, 2 * d)),
                 shape=np.repeat(self._shape1[:, None, :], m, axis=1),
             )
         return self._bufs[m]
@@ -452,8 +462,11 @@ class WishartBlockSampler:
         if key not in self._aux:
             ss = stream.bit_generator.seed_seq
             self._aux[key] = tuple(
-                np.random.Generator(np.random.SFC64(np.random.SeedSequence(
-                    ss.entropy, spawn_key=tuple(ss.spawn_key) + (c,), pool_size=ss.pool_size)))
+                np.random.Generator(
+                    np.random.SFC64(
+                        np.random.SeedSequence(ss.entropy, spawn_key=tuple(ss.spawn_key) + (c,), pool_size=ss.pool_size)
+                    )
+                )
                 for c in (1, 2)
             )
         return self._aux[key]
@@ -576,8 +589,13 @@ class Configuration:
     def __post_init__(self):
         self.replicas = check_int("replicas", self.replicas, minimum=1)
         grid = np.asarray(self.record_at)
-        if (grid.ndim != 1 or grid.size == 0 or not np.issubdtype(grid.dtype, np.integer) or grid[0] != 0
-                or np.any(np.diff(grid) <= 0)):
+        if (
+            grid.ndim != 1
+            or grid.size == 0
+            or not np.issubdtype(grid.dtype, np.integer)
+            or grid[0] != 0
+            or np.any(np.diff(grid) <= 0)
+        ):
             raise ValueError("record_at must be a 1-D increasing array of integer steps starting at 0")
         self.record_at = grid.astype(np.int64)
 
@@ -653,8 +671,9 @@ def _run_group(model_factory, reps, grids, params, streams, *, check_every, bloc
                     j = _divergence(model.magnitude(), limit)
                     if j is not None:
                         r = int(reps[active[j]])
-                        raise DivergenceError(step + t1, r, params[r], float(np.asarray(model.magnitude())[j]),
-                                              float(limit), method)
+                        raise DivergenceError(
+                            step + t1, r, params[r], float(np.asarray(model.magnitude())[j]), float(limit), method
+                        )
                     check_interrupt()
                 step += m
                 counter.advance(m * active.size)
@@ -675,9 +694,22 @@ def _run_group(model_factory, reps, grids, params, streams, *, check_every, bloc
     return out, finals
 
 
-def run_ensemble(model_factory, configurations, *, seed=None, record_names, final_names=(), n_chunks=None,
-                 check_every: int = 8, block_steps: int = 64, block_draws: int = 1024,
-                 divergence_limit: float = 1e6, method: str = "SGD", work=None, desc=None):
+def run_ensemble(
+    model_factory,
+    configurations,
+    *,
+    seed=None,
+    record_names,
+    final_names=(),
+    n_chunks=None,
+    check_every: int = 8,
+    block_steps: int = 64,
+    block_draws: int = 1024,
+    divergence_limit: float = 1e6,
+    method: str = "SGD",
+    work=None,
+    desc=None,
+):
     """Run an ensemble of replicas of a chapter's training step; the one training loop of the book.
 
     The chapter supplies its step as a *model*: ``model_factory(replicas, streams)`` builds the
@@ -760,10 +792,21 @@ def run_ensemble(model_factory, configurations, *, seed=None, record_names, fina
     streams = replica_streams(seed, range(n_rep))
 
     with ProgressCounter(int(total.sum()), desc=desc) as counter:
+
         def one(reps):
             block = max(1, min(block_steps, block_draws // len(reps)))
-            return _run_group(model_factory, reps, [grids[r] for r in reps], params, [streams[r] for r in reps],
-                              check_every=check_every, block=block, limit=limit, method=method, counter=counter)
+            return _run_group(
+                model_factory,
+                reps,
+                [grids[r] for r in reps],
+                params,
+                [streams[r] for r in reps],
+                check_every=check_every,
+                block=block,
+                limit=limit,
+                method=method,
+                counter=counter,
+            )
 
         outs = _map_threads(one, [(g,) for g in groups], min(n_workers(), len(groups)))
     per_rec = [None] * n_rep
@@ -777,8 +820,9 @@ def run_ensemble(model_factory, configurations, *, seed=None, record_names, fina
         start += conf.replicas
         records = {name: np.array([[rec[i] for rec in per_rec[r]] for r in sl]) for i, name in enumerate(record_names)}
         final = {name: np.array([per_fin[r][i] for r in sl]) for i, name in enumerate(final_names)}
-        results.append(EnsembleResult(steps=conf.record_at.copy(), records=records, final=final,
-                                      params=dict(conf.params)))
+        results.append(
+            EnsembleResult(steps=conf.record_at.copy(), records=records, final=final, params=dict(conf.params))
+        )
     return results
 
 

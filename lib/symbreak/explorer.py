@@ -80,7 +80,11 @@ def _validate(draw, grid, alt, initial):
     for name, values in grid.items():
         if not isinstance(name, str) or not name.isidentifier():
             raise ValueError(f"grid keys must be parameter names (identifiers), got {name!r}")
-        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence | range) and not hasattr(values, "tolist"):
+        if (
+            isinstance(values, (str, bytes))
+            or not isinstance(values, Sequence | range)
+            and not hasattr(values, "tolist")
+        ):
             raise TypeError(f"grid[{name!r}] must be a sequence of slider values, got {type(values).__name__}")
         values = list(values.tolist() if hasattr(values, "tolist") else values)
         if not values:
@@ -210,7 +214,10 @@ def static_html(
 
     for scale in (1.0, 0.8, 0.6):
         frames, size_in = _render_frames(draw, grid, dpi * scale, int(colors))
-        payload = {key: f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}" for key, (mime, data, _) in frames.items()}
+        payload = {
+            key: f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+            for key, (mime, data, _) in frames.items()
+        }
         total = sum(len(v) for v in payload.values())
         if total <= max_bytes:
             break

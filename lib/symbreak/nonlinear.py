@@ -90,8 +90,12 @@ def load_digits_data(name: str = "digits"):
     """
     from sklearn import datasets
 
-    loaders = {"digits": datasets.load_digits, "iris": datasets.load_iris, "wine": datasets.load_wine,
-               "breast_cancer": datasets.load_breast_cancer}
+    loaders = {
+        "digits": datasets.load_digits,
+        "iris": datasets.load_iris,
+        "wine": datasets.load_wine,
+        "breast_cancer": datasets.load_breast_cancer,
+    }
     check_choice("name", name, tuple(loaders))
     bunch = loaders[name]()
     x = np.asarray(bunch.data, dtype=float)
@@ -136,8 +140,14 @@ def pca_theory(X, k: int) -> dict:
     perp = np.sum(z[:, k:] ** 2, axis=1)
     c = (z[:, :k] * perp[:, None]).T @ z[:, :k] / n
     off = np.abs(c - np.diag(np.diag(c))).max() / np.abs(np.diag(c)).max() if k > 1 else 0.0
-    return {"lambdas": lam, "basis": vec, "C": c, "c_data": np.diag(c).copy(),
-            "c_gauss": lam[:k] * lam[k:].sum(), "offdiag": float(off)}
+    return {
+        "lambdas": lam,
+        "basis": vec,
+        "C": c,
+        "c_data": np.diag(c).copy(),
+        "c_gauss": lam[:k] * lam[k:].sum(),
+        "offdiag": float(off),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,8 +249,9 @@ class AERun:
         return np.sum(self.W**2, axis=-2)
 
 
-def train_autoencoder(X, W0, U0, *, activation: str, eta: float, batch_size: int | None, steps: int,
-                      record_every: int = 100, seed=None) -> AERun:
+def train_autoencoder(
+    X, W0, U0, *, activation: str, eta: float, batch_size: int | None, steps: int, record_every: int = 100, seed=None
+) -> AERun:
     """SGD (or full-batch gradient descent, ``batch_size=None``) on ``½‖W φ(Ux) − x‖²`` for an ensemble.
 
     Each replica draws its own minibatch of ``B`` samples with replacement at every step (seeded
@@ -282,8 +293,14 @@ def train_autoencoder(X, W0, U0, *, activation: str, eta: float, batch_size: int
                 mag = torch.maximum(Wt.abs().amax(dim=(1, 2)), Ut.abs().amax(dim=(1, 2))).numpy()
                 if not np.all(np.isfinite(mag)) or mag.max() > DIVERGENCE_LIMIT:
                     bad = int(np.flatnonzero(~np.isfinite(mag) | (mag > DIVERGENCE_LIMIT))[0])
-                    raise DivergenceError(t, bad, {"eta": eta, "batch_size": b}, float(mag[bad]),
-                                          DIVERGENCE_LIMIT, "SGD" if not full else "gradient descent")
+                    raise DivergenceError(
+                        t,
+                        bad,
+                        {"eta": eta, "batch_size": b},
+                        float(mag[bad]),
+                        DIVERGENCE_LIMIT,
+                        "SGD" if not full else "gradient descent",
+                    )
             if t == steps:
                 break
             if full:
@@ -357,7 +374,7 @@ def ae_drift_terms(X, W, U, activation: str):
     decoder, encoder : numpy.ndarray, shape (R, k)
         ``E‖r‖² h_a²`` and ``E δ_a² ‖x‖²`` over the rows of ``X``.
     """
-    torch = _torch()
+    _torch()  # fails clearly when torch is missing
     X = check_array("X", X, ndim=2)
     W = check_array("W", W, ndim=3)
     U = check_array("U", U, ndim=3)
@@ -512,9 +529,24 @@ class PairRun:
     weights_b: list
 
 
-def train_mlp_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta: float, batch_size: int | None, steps: int,
-                   label_noise: float, weight_decay: float = 0.0, replicas: int = 1, probe=None,
-                   record_every: int = 100, activation: str = "relu", seed=None) -> PairRun:
+def train_mlp_pair(
+    Xa,
+    Xb,
+    Y,
+    sizes_a,
+    sizes_b,
+    *,
+    eta: float,
+    batch_size: int | None,
+    steps: int,
+    label_noise: float,
+    weight_decay: float = 0.0,
+    replicas: int = 1,
+    probe=None,
+    record_every: int = 100,
+    activation: str = "relu",
+    seed=None,
+) -> PairRun:
     """Train network A on view ``Xa`` and network B on view ``Xb`` of the same samples, square loss.
 
     Each step draws one minibatch of sample indices per replica, shared by both networks (the two
@@ -554,13 +586,43 @@ def train_mlp_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta: float, batch_size: int |
         If a network's weights blow up.
     """
     check_choice("activation", activation, ("relu", "tanh"))
-    return _train_pair(Xa, Xb, Y, sizes_a, sizes_b, eta=eta, batch_size=batch_size, steps=steps,
-                       label_noise=label_noise, weight_decay=weight_decay, replicas=replicas, probe=probe,
-                       record_every=record_every, activation=activation, seed=seed)
+    return _train_pair(
+        Xa,
+        Xb,
+        Y,
+        sizes_a,
+        sizes_b,
+        eta=eta,
+        batch_size=batch_size,
+        steps=steps,
+        label_noise=label_noise,
+        weight_decay=weight_decay,
+        replicas=replicas,
+        probe=probe,
+        record_every=record_every,
+        activation=activation,
+        seed=seed,
+    )
 
 
-def _train_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta, batch_size, steps, label_noise, weight_decay, replicas,
-                probe, record_every, activation, seed):
+def _train_pair(
+    Xa,
+    Xb,
+    Y,
+    sizes_a,
+    sizes_b,
+    *,
+    eta,
+    batch_size,
+    steps,
+    label_noise,
+    weight_decay,
+    replicas,
+    probe,
+    record_every,
+    activation,
+    seed,
+):
     torch = _torch()
     Xa = check_array("Xa", Xa, ndim=2)
     Xb = check_array("Xb", Xb, ndim=2)
@@ -577,8 +639,10 @@ def _train_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta, batch_size, steps, label_no
     replicas = check_int("replicas", replicas, minimum=1)
     for name, sizes, X in (("sizes_a", sizes_a, Xa), ("sizes_b", sizes_b, Xb)):
         if len(sizes) < 3 or sizes[0] != X.shape[1] or sizes[-1] != Y.shape[1]:
-            raise ValueError(f"{name} must run from the view's {X.shape[1]} features to {Y.shape[1]} outputs "
-                             f"through at least one hidden layer, got {list(sizes)}")
+            raise ValueError(
+                f"{name} must run from the view's {X.shape[1]} features to {Y.shape[1]} outputs "
+                f"through at least one hidden layer, got {list(sizes)}"
+            )
     if probe is None:
         pa, pb = Xa, Xb
     else:
@@ -587,8 +651,10 @@ def _train_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta, batch_size, steps, label_no
         pa = check_array("probe[0]", probe[0], ndim=2)
         pb = check_array("probe[1]", probe[1], ndim=2)
         if pa.shape[0] != pb.shape[0] or pa.shape[0] < 2 or pa.shape[1] != Xa.shape[1] or pb.shape[1] != Xb.shape[1]:
-            raise ValueError(f"probe views must have the same number (>= 2) of rows and {Xa.shape[1]} and "
-                             f"{Xb.shape[1]} columns, got {pa.shape} and {pb.shape}")
+            raise ValueError(
+                f"probe views must have the same number (>= 2) of rows and {Xa.shape[1]} and "
+                f"{Xb.shape[1]} columns, got {pa.shape} and {pb.shape}"
+            )
     rec = record_steps(steps, record_every)
     seeds = make_rng(seed).integers(0, 2**31, size=3)
     wa = [_tensor(w, requires_grad=True) for w in init_mlp(sizes_a, replicas, seed=int(seeds[0]))]
@@ -617,8 +683,9 @@ def _train_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta, batch_size, steps, label_no
             j += 1
             mag = max(float(max(w.detach().abs().max() for w in wa)), float(max(w.detach().abs().max() for w in wb)))
             if not np.isfinite(mag) or mag > DIVERGENCE_LIMIT:
-                raise DivergenceError(t, 0, {"eta": eta, "batch_size": b}, mag, DIVERGENCE_LIMIT,
-                                      "gradient descent" if full else "SGD")
+                raise DivergenceError(
+                    t, 0, {"eta": eta, "batch_size": b}, mag, DIVERGENCE_LIMIT, "gradient descent" if full else "SGD"
+                )
         if t == steps:
             break
         if full:
@@ -627,14 +694,22 @@ def _train_pair(Xa, Xb, Y, sizes_a, sizes_b, *, eta, batch_size, steps, label_no
             idx = torch.randint(0, n, (replicas, b), generator=gen)
         noise = label_noise * torch.randn((replicas, b, Y.shape[1]), generator=gen, dtype=torch.float64)
         target = ty[idx] + noise
-        loss = 0.5 * ((forward(wa, ta[idx]) - target) ** 2).sum(-1).mean(-1).sum() \
+        loss = (
+            0.5 * ((forward(wa, ta[idx]) - target) ** 2).sum(-1).mean(-1).sum()
             + 0.5 * ((forward(wb, tb[idx]) - target) ** 2).sum(-1).mean(-1).sum()
+        )
         if weight_decay > 0:
             loss = loss + 0.5 * weight_decay * sum((w**2).sum() for w in wa + wb)
         grads = torch.autograd.grad(loss, wa + wb)
         with torch.no_grad():
             for w, g in zip(wa + wb, grads):
                 w -= eta * g
-    return PairRun(steps=rec, hidden_a=np.stack(rec_a), hidden_b=np.stack(rec_b), loss_a=np.stack(la),
-                   loss_b=np.stack(lb), weights_a=[w.detach().numpy() for w in wa],
-                   weights_b=[w.detach().numpy() for w in wb])
+    return PairRun(
+        steps=rec,
+        hidden_a=np.stack(rec_a),
+        hidden_b=np.stack(rec_b),
+        loss_a=np.stack(la),
+        loss_b=np.stack(lb),
+        weights_a=[w.detach().numpy() for w in wa],
+        weights_b=[w.detach().numpy() for w in wb],
+    )

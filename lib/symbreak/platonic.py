@@ -66,6 +66,8 @@ import numpy as np
 from .engine import Configuration, DivergenceError, WishartBlockSampler, check_divergence, record_steps, run_ensemble
 from .rng import make_rng
 from .validation import (
+    MAX_DRAWS,
+    MAX_STEPS,
     check_array,
     check_int,
     check_invertible,
@@ -73,8 +75,8 @@ from .validation import (
     check_positive,
     check_square,
     check_symmetric_positive_definite,
+    finite_result,
 )
-from .validation import MAX_DRAWS, MAX_STEPS, finite_result
 
 __all__ = [
     "platonic_kernel",
@@ -135,6 +137,7 @@ __all__ = [
 # Linear algebra helpers
 # ----------------------------------------------------------------------------------------------
 
+
 def _sym(a: np.ndarray) -> np.ndarray:
     return 0.5 * (a + np.swapaxes(a, -1, -2))
 
@@ -172,8 +175,10 @@ def sqrtm_psd(a) -> np.ndarray:
     w, v = np.linalg.eigh(_sym(unit))
     floor = 10 * a.shape[-1] * np.finfo(float).eps * np.abs(w).max(axis=-1, keepdims=True)
     if np.any(w < -floor):
-        raise ValueError(f"a must be positive semi-definite (it has an eigenvalue {w.min():.3g} times its "
-                         "largest entry, below round-off): an indefinite matrix has no real square root")
+        raise ValueError(
+            f"a must be positive semi-definite (it has an eigenvalue {w.min():.3g} times its "
+            "largest entry, below round-off): an indefinite matrix has no real square root"
+        )
     w = np.where(w > floor, w, 0.0)
     return finite_result("sqrtm_psd", _sym((v * np.sqrt(w)[..., None, :]) @ _t(v)) * np.sqrt(scale))
 
@@ -204,7 +209,7 @@ def random_invertible(rng: np.random.Generator, n: int, cond: float = 3.0) -> np
     u = rng.uniform(-0.5, 0.5, size=n)
     if n >= 2:
         u[0], u[1] = -0.5, 0.5
-    s = cond ** u
+    s = cond**u
     return random_orthogonal(rng, n) @ np.diag(s) @ random_orthogonal(rng, n)
 
 
@@ -221,12 +226,13 @@ def random_spd(rng: np.random.Generator, n: int, cond: float = 3.0, scale: float
     if n >= 2:
         u[0], u[1] = -0.5, 0.5
     o = random_orthogonal(rng, n)
-    return _sym(scale * (o * cond ** u) @ o.T)
+    return _sym(scale * (o * cond**u) @ o.T)
 
 
 # ----------------------------------------------------------------------------------------------
 # The Platonic kernel and the alignment score
 # ----------------------------------------------------------------------------------------------
+
 
 def platonic_kernel(V, sigma_x, sigma_eps) -> np.ndarray:
     """The Platonic kernel ``K⋆`` of the reconstructed proof of Theorem 1, unit Frobenius norm.
@@ -376,6 +382,7 @@ def joint_alignment(*kernel_stacks, reference=None, metric=None) -> np.ndarray:
 # The data model and the networks
 # ----------------------------------------------------------------------------------------------
 
+
 def _check_psd(name: str, value, size: int) -> np.ndarray:
     arr = check_array(name, value, ndim=2)
     if arr.shape != (size, size):
@@ -472,8 +479,17 @@ class Task:
         return f
 
 
-def random_task(seed=None, *, n: int = 4, m: int = 4, rank: int | None = None, noise: float = 0.5,
-                cond_v: float = 3.0, cond_x: float = 3.0, cond_eps: float = 2.0) -> Task:
+def random_task(
+    seed=None,
+    *,
+    n: int = 4,
+    m: int = 4,
+    rank: int | None = None,
+    noise: float = 0.5,
+    cond_v: float = 3.0,
+    cond_x: float = 3.0,
+    cond_eps: float = 2.0,
+) -> Task:
     """A random :class:`Task` with controlled conditioning.
 
     ``V* = O₁ diag(s) O₂ᵀ`` (m×n, rank ``rank``) with Haar-random orthonormal columns ``O₁, O₂``
@@ -495,7 +511,7 @@ def random_task(seed=None, *, n: int = 4, m: int = 4, rank: int | None = None, n
         u[0], u[1] = -0.5, 0.5
     o1 = random_orthogonal(rng, m)[:, :rank]
     o2 = random_orthogonal(rng, n)[:, :rank]
-    v = (o1 * cond_v ** u) @ o2.T
+    v = (o1 * cond_v**u) @ o2.T
     sx = random_spd(rng, n, cond_x)
     sx *= n / np.trace(sx)
     se = random_spd(rng, m, cond_eps)
@@ -580,7 +596,9 @@ class EDLN:
         if not isinstance(task, Task):
             raise ValueError(f"task must be a Task, got {type(task).__name__}")
         if task.n != self.n:
-            raise ValueError(f"m_in and view must be {task.n}x{task.n} for this task (n = {task.n}), got {self.n}x{self.n}")
+            raise ValueError(
+                f"m_in and view must be {task.n}x{task.n} for this task (n = {task.n}), got {self.n}x{self.n}"
+            )
         if task.m != self.m:
             raise ValueError(f"m_out must be {task.m}x{task.m} for this task (m = {task.m}), got {self.m}x{self.m}")
         r = task.rank
@@ -592,8 +610,13 @@ def random_edln(seed, n: int, m: int, widths, *, cond: float = 3.0, name: str = 
     """An :class:`EDLN` with random invertible ``M^I``, ``M^O`` and ``Z``, each with condition
     number exactly ``cond`` (see :func:`random_invertible`)."""
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
-    return EDLN(tuple(widths), random_invertible(rng, n, cond), random_invertible(rng, m, cond),
-                random_invertible(rng, n, cond), name=name)
+    return EDLN(
+        tuple(widths),
+        random_invertible(rng, n, cond),
+        random_invertible(rng, m, cond),
+        random_invertible(rng, n, cond),
+        name=name,
+    )
 
 
 def example_pair(seed: int = 2026, *, noise: float = 0.5, cond: float = 3.0):
@@ -620,6 +643,7 @@ def example_pair(seed: int = 2026, *, noise: float = 0.5, cond: float = 3.0):
 # ----------------------------------------------------------------------------------------------
 # Weights
 # ----------------------------------------------------------------------------------------------
+
 
 def _stack(net: EDLN, weights, name: str = "weights"):
     """Validate ``weights`` for ``net``; return ``(list of (R, out, in) arrays, squeezed)``."""
@@ -739,14 +763,14 @@ def platonic_minimum(net: EDLN, task: Task, seed=None) -> list:
     d = net.depth
     a1 = np.trace(net.input_map @ task.sigma_x @ net.input_map.T)
     bd = np.trace(net.m_out.T @ task.sigma_eps @ net.m_out)
-    c = np.array([rho * a1] + [rho ** 2] * (d - 2) + [rho * bd])
+    c = np.array([rho * a1] + [rho**2] * (d - 2) + [rho * bd])
     g = np.exp(np.mean(np.log(c)))
     # terms: c_1/s_2^2, c_i s_i^2/s_{i+1}^2, c_D s_D^2, all equal to g  ->  log s^2 recursion
     u = [np.log(c[0] / g)]
     for i in range(1, d - 1):
         u.append(u[-1] + np.log(c[i] / g))
-    s = np.sqrt(np.exp(np.array(u)))                 # s_2 .. s_D
-    lam, vec = np.linalg.eigh(core)                  # R⋆ = Q Λ Qᵀ on its range (rank r = rank V*)
+    s = np.sqrt(np.exp(np.array(u)))  # s_2 .. s_D
+    lam, vec = np.linalg.eigh(core)  # R⋆ = Q Λ Qᵀ on its range (rank r = rank V*)
     r = task.rank
     lam, vec = lam[-r:], vec[:, -r:]
     base = (np.sqrt(lam)[:, None] * vec.T) @ sx_ihalf  # Λ^{1/2} Qᵀ Σx^{-1/2}  (r×n)
@@ -799,14 +823,17 @@ def symmetry_transform(weights, layer: int, T) -> list:
     T = check_invertible("T", T)
     w = [check_array(f"weights[{i}]", a).copy() for i, a in enumerate(weights)]
     if T.shape[0] != w[k - 1].shape[-2]:
-        raise ValueError(f"T must be {w[k - 1].shape[-2]}x{w[k - 1].shape[-2]} (width of hidden layer {layer}), got {T.shape}")
+        raise ValueError(
+            f"T must be {w[k - 1].shape[-2]}x{w[k - 1].shape[-2]} (width of hidden layer {layer}), got {T.shape}"
+        )
     w[k] = w[k] @ T
     w[k - 1] = np.linalg.solve(T, w[k - 1])
     return finite_result("symmetry_transform", w)
 
 
-def minimize_entropy_on_orbit(net: EDLN, task: Task, weights, *, layers=None, gtol: float = 1e-10,
-                              maxiter: int = 20_000, restarts: int = 2):
+def minimize_entropy_on_orbit(
+    net: EDLN, task: Task, weights, *, layers=None, gtol: float = 1e-10, maxiter: int = 20_000, restarts: int = 2
+):
     """Minimise the exact ``S`` over the symmetry orbit (16) of ``weights`` by BFGS.
 
     A direct numerical check of the theory that uses neither :func:`platonic_kernel` nor the
@@ -829,8 +856,11 @@ def minimize_entropy_on_orbit(net: EDLN, task: Task, weights, *, layers=None, gt
     ws, sq = _stack(net, weights)
     if not sq:
         raise ValueError("weights must be unstacked (one network) for minimize_entropy_on_orbit")
-    layers = list(range(1, net.depth)) if layers is None else [
-        check_int("layers", k, minimum=1, maximum=net.depth - 1) for k in layers]
+    layers = (
+        list(range(1, net.depth))
+        if layers is None
+        else [check_int("layers", k, minimum=1, maximum=net.depth - 1) for k in layers]
+    )
     gtol = check_positive("gtol", gtol)
     maxiter = check_int("maxiter", maxiter, minimum=1, maximum=10**6)
     restarts = check_int("restarts", restarts, minimum=0, maximum=100)
@@ -841,7 +871,7 @@ def minimize_entropy_on_orbit(net: EDLN, task: Task, weights, *, layers=None, gt
     def transform(w0, v):
         w = w0
         for j, k in enumerate(layers):
-            w = symmetry_transform(w, k, v[offs[j]:offs[j + 1]].reshape(sizes[j], sizes[j]))
+            w = symmetry_transform(w, k, v[offs[j] : offs[j + 1]].reshape(sizes[j], sizes[j]))
         return w
 
     def fun(v, w0):
@@ -849,15 +879,16 @@ def minimize_entropy_on_orbit(net: EDLN, task: Task, weights, *, layers=None, gt
         g = entropy_gradient(net, task, w)
         grad = []
         for j, k in enumerate(layers):
-            t = v[offs[j]:offs[j + 1]].reshape(sizes[j], sizes[j])
+            t = v[offs[j] : offs[j + 1]].reshape(sizes[j], sizes[j])
             grad.append(np.linalg.solve(t.T, w[k].T @ g[k] - g[k - 1] @ w[k - 1].T).ravel())
         return entropy_term(net, task, w), np.concatenate(grad)
 
     w = [a[0] for a in ws]
     nit = 0
     for _ in range(restarts + 1):
-        res = scipy.optimize.minimize(fun, x0, args=(w,), jac=True, method="BFGS",
-                                      options=dict(gtol=gtol, maxiter=maxiter))
+        res = scipy.optimize.minimize(
+            fun, x0, args=(w,), jac=True, method="BFGS", options=dict(gtol=gtol, maxiter=maxiter)
+        )
         w = transform(w, res.x)
         nit += res.nit
     res.nit = nit
@@ -867,6 +898,7 @@ def minimize_entropy_on_orbit(net: EDLN, task: Task, weights, *, layers=None, gt
 # ----------------------------------------------------------------------------------------------
 # Exact population quantities
 # ----------------------------------------------------------------------------------------------
+
 
 def _forward(net: EDLN, ws):
     """Prefix maps ``P[i]`` (input of layer i+1 as a function of latent x, ``P[D]`` the last
@@ -924,11 +956,11 @@ def population_loss(net: EDLN, task: Task, weights):
 
 def _layer_terms(task, p_i, q_i, a, omega):
     sx = task.sigma_x
-    h = _t(p_i) @ p_i                       # H = Pᵀ P            (n×n)
-    c = q_i @ _t(q_i)                       # C = Q Qᵀ            (m×m)
-    t = _tr(h @ sx)                         # E‖h‖² = tr(H Σx)
-    b = _tr(c @ omega)                      # E‖Qᵀ r‖² = tr(C Ω)
-    j = a @ sx @ h @ sx @ _t(a)             # J = A Σx H Σx Aᵀ
+    h = _t(p_i) @ p_i  # H = Pᵀ P            (n×n)
+    c = q_i @ _t(q_i)  # C = Q Qᵀ            (m×m)
+    t = _tr(h @ sx)  # E‖h‖² = tr(H Σx)
+    b = _tr(c @ omega)  # E‖Qᵀ r‖² = tr(C Ω)
+    j = a @ sx @ h @ sx @ _t(a)  # J = A Σx H Σx Aᵀ
     return h, c, t, b, j
 
 
@@ -1130,7 +1162,7 @@ def sharpness(net: EDLN, task: Task, weights, *, iters: int = 200, seed=0) -> fl
     v = [rng.standard_normal(w.shape[1:]) for w in ws]
     lam = 0.0
     for _ in range(iters):
-        nrm = np.sqrt(sum((a ** 2).sum() for a in v))
+        nrm = np.sqrt(sum((a**2).sum() for a in v))
         v = [a / nrm for a in v]
         du = sum(q[i] @ v[i] @ p[i] for i in range(net.depth))
         g = 2.0 * du @ task.sigma_x
@@ -1182,15 +1214,15 @@ def _entropy_and_loss_gradients(net, task, ws, gamma):
             z = _t(q[i]) @ asx
             x = p[i] @ _t(z)
             oq = omega @ q[i]
-            if i <= d - 2:                      # Q[d-1] = M^O is fixed
+            if i <= d - 2:  # Q[d-1] = M^O is fixed
                 qbar[i] = (8.0 * t) * oq + 16.0 * (asx @ (_t(p[i]) @ x))
-            if i >= 1:                          # P[0] = M^I Z is fixed
+            if i >= 1:  # P[0] = M^I Z is fixed
                 b = np.einsum("rij,rij->r", q[i], oq)[:, None, None]
                 pbar[i] = (8.0 * b) * ps + 16.0 * (x @ z)
             abar_s = abar_s + q[i] @ ((8.0 * t) * z + 16.0 * (_t(x) @ ps))
-        for i in range(d - 2, 0, -1):           # P[i] feeds P[i+1] = W_i P[i]
+        for i in range(d - 2, 0, -1):  # P[i] feeds P[i+1] = W_i P[i]
             pbar[i] = pbar[i] + _t(ws[i]) @ pbar[i + 1]
-        for i in range(1, d - 1):               # Q[i] feeds Q[i-1] = Q[i] W_i
+        for i in range(1, d - 1):  # Q[i] feeds Q[i-1] = Q[i] W_i
             qbar[i] = qbar[i] + qbar[i - 1] @ _t(ws[i])
         abar = abar + g3 * abar_s
         for i in range(d):
@@ -1251,6 +1283,7 @@ def entropy_gradient(net: EDLN, task: Task, weights) -> list:
 # Sample-level quantities
 # ----------------------------------------------------------------------------------------------
 
+
 def sample_data(task: Task, seed, n_samples: int):
     """Draw ``n_samples`` latent points and label noises: returns ``(x, eps, y)`` with shapes
     ``(N, n)``, ``(N, m)``, ``(N, m)`` and ``y = x V*ᵀ + eps``."""
@@ -1258,7 +1291,7 @@ def sample_data(task: Task, seed, n_samples: int):
     rng = make_rng(seed) if not isinstance(seed, np.random.Generator) else seed
     n_samples = check_int("n_samples", n_samples, minimum=1, maximum=10**7)
     z = rng.standard_normal((n_samples, task.n + task.m)) @ task.data_factor().T
-    x, eps = z[:, :task.n], z[:, task.n:]
+    x, eps = z[:, : task.n], z[:, task.n :]
     return x, eps, x @ task.v_star.T + eps
 
 
@@ -1281,7 +1314,7 @@ def per_sample_gradients(net: EDLN, weights, x, y):
     for w in ws[:-1]:
         reps.append(reps[-1] @ w[0].T)
     out = (reps[-1] @ ws[-1][0].T) @ net.m_out.T
-    g = 2.0 * (out - y) @ net.m_out               # ∇ at the output of W_D
+    g = 2.0 * (out - y) @ net.m_out  # ∇ at the output of W_D
     rep_grads = [None] * net.depth
     for i in range(net.depth - 1, -1, -1):
         rep_grads[i] = g
@@ -1336,7 +1369,7 @@ def entropy_term_mc(net: EDLN, task: Task, weights, seed, n_samples: int, *, chu
         k = min(chunk, left)
         x, _, y = sample_data(task, rng, k)
         _, reps, rgs = per_sample_gradients(net, weights, x, y)
-        vals.append(sum((rg ** 2).sum(1) * (h ** 2).sum(1) for rg, h in zip(rgs, reps)))
+        vals.append(sum((rg**2).sum(1) * (h**2).sum(1) for rg, h in zip(rgs, reps)))
         left -= k
     v = np.concatenate(vals)
     return float(v.mean()), float(v.std(ddof=1) / np.sqrt(v.size))
@@ -1346,6 +1379,7 @@ def entropy_term_mc(net: EDLN, task: Task, weights, seed, n_samples: int, *, chu
 # Controls, curvature, the field's metrics, sample-level training and the explorer
 # ----------------------------------------------------------------------------------------------
 
+
 def _flatten(ws):
     return np.concatenate([w.reshape(w.shape[0], -1) for w in ws], axis=1)
 
@@ -1353,14 +1387,15 @@ def _flatten(ws):
 def _unflatten(flat, shapes):
     out, i = [], 0
     r = flat.shape[0]
-    for (o, n) in shapes:
-        out.append(flat[:, i:i + o * n].reshape(r, o, n))
+    for o, n in shapes:
+        out.append(flat[:, i : i + o * n].reshape(r, o, n))
         i += o * n
     return out
 
 
-def gradient_flow(net: EDLN, task: Task, weights, *, t_end: float, n_records: int = 50,
-                  rtol: float = 1e-7, atol: float = 1e-9) -> TrainResult:
+def gradient_flow(
+    net: EDLN, task: Task, weights, *, t_end: float, n_records: int = 50, rtol: float = 1e-7, atol: float = 1e-9
+) -> TrainResult:
     """Gradient flow ``dW_i/dt = −∇_{W_i} L`` solved as an ODE (LSODA, adaptive and stiff-aware).
 
     The continuous-time control of the chapter: no learning rate, hence no edge of stability and
@@ -1401,15 +1436,22 @@ def gradient_flow(net: EDLN, task: Task, weights, *, t_end: float, n_records: in
         return -_flatten(g).ravel()
 
     times = np.linspace(0.0, t_end, n_records + 1)
-    sol = scipy.integrate.solve_ivp(rhs, (0.0, t_end), _flatten(ws).ravel(), method="LSODA",
-                                    t_eval=times, rtol=rtol, atol=atol)
+    sol = scipy.integrate.solve_ivp(
+        rhs, (0.0, t_end), _flatten(ws).ravel(), method="LSODA", t_eval=times, rtol=rtol, atol=atol
+    )
     if not sol.success or not np.all(np.isfinite(sol.y)):
         raise DivergenceError(f"gradient flow failed: {sol.message}")
     recs = [_record(net, task, _unflatten(sol.y[:, k].reshape(r, -1), shapes)) for k in range(times.size)]
     ks, ls, ss = zip(*recs)
     final = _unflatten(sol.y[:, -1].reshape(r, -1).copy(), shapes)
-    return TrainResult(times, np.stack(ks), np.stack(ls), np.stack(ss), final,
-                       params=dict(method="flow", t_end=t_end, nfev=int(sol.nfev), rtol=rtol, atol=atol))
+    return TrainResult(
+        times,
+        np.stack(ks),
+        np.stack(ls),
+        np.stack(ss),
+        final,
+        params=dict(method="flow", t_end=t_end, nfev=int(sol.nfev), rtol=rtol, atol=atol),
+    )
 
 
 def loss_hessian(net: EDLN, task: Task, weights, *, step: float = 1e-5) -> np.ndarray:
@@ -1506,7 +1548,7 @@ def mutual_knn(h1, h2, k: int = 10) -> float:
     k = check_int("k", k, minimum=1, maximum=max(n - 2, 1))
 
     def knn(h):
-        sq = (h ** 2).sum(1)
+        sq = (h**2).sum(1)
         d = sq[:, None] + sq[None, :] - 2 * h @ h.T
         np.fill_diagonal(d, np.inf)
         return np.argpartition(d, k - 1, axis=1)[:, :k]
@@ -1546,9 +1588,22 @@ def _activation(name):
     raise ValueError(f"activation must be None, 'tanh' or 'relu', got {name!r}")
 
 
-def train_sgd_samples(net: EDLN, task: Task, weights, *, lr, batch_size: int, steps: int, seed=None,
-                      activation=None, scale: float = 1.0, data=None, lr_warmup: int = 0,
-                      n_records: int = 20, divergence_limit: float = 1e6) -> TrainResult:
+def train_sgd_samples(
+    net: EDLN,
+    task: Task,
+    weights,
+    *,
+    lr,
+    batch_size: int,
+    steps: int,
+    seed=None,
+    activation=None,
+    scale: float = 1.0,
+    data=None,
+    lr_warmup: int = 0,
+    n_records: int = 20,
+    divergence_limit: float = 1e6,
+) -> TrainResult:
     """SGD on explicit samples, for the cases the exact Wishart trick of :func:`train_sgd` does not
     cover: a nonlinear module around the linear block, a finite dataset, widths below ``rank V*``.
 
@@ -1601,8 +1656,12 @@ def train_sgd_samples(net: EDLN, task: Task, weights, *, lr, batch_size: int, st
                 recs.append(np.stack([_t(p[k]) @ p[k] for k in range(1, net.depth)], axis=1))
             losses.append(acc / cnt if cnt else np.full(r, np.nan))
             acc, cnt = 0.0, 0
-            check_divergence(np.max([np.abs(a).max(axis=(1, 2)) for a in ws], axis=0), step=t,
-                             limit=divergence_limit, params=lambda i: dict(lr=float(lr[i]), batch_size=batch_size))
+            check_divergence(
+                np.max([np.abs(a).max(axis=(1, 2)) for a in ws], axis=0),
+                step=t,
+                limit=divergence_limit,
+                params=lambda i: dict(lr=float(lr[i]), batch_size=batch_size),
+            )
             rec += 1
             if t == steps:
                 break
@@ -1621,7 +1680,7 @@ def train_sgd_samples(net: EDLN, task: Task, weights, *, lr, batch_size: int, st
             zo = scale * h[-1]
             out = (phi(zo) / scale) @ mo.T
             res = out - y
-            acc = acc + (res ** 2).sum(-1).mean(-1)
+            acc = acc + (res**2).sum(-1).mean(-1)
             cnt += 1
             g = (2.0 / batch_size) * (res @ mo) * dphi(zo)
             for i in range(net.depth - 1, -1, -1):
@@ -1631,13 +1690,34 @@ def train_sgd_samples(net: EDLN, task: Task, weights, *, lr, batch_size: int, st
                 ws[i] = ws[i] - eta[:, None, None] * gw
     ks = np.stack(recs)
     loss = np.stack(losses)
-    return TrainResult(grid, ks, loss, np.full(loss.shape, np.nan), ws,
-                       params=dict(method="sgd-samples", lr=lr, batch_size=batch_size, steps=steps,
-                                   activation=activation, scale=scale, finite_data=data is not None))
+    return TrainResult(
+        grid,
+        ks,
+        loss,
+        np.full(loss.shape, np.nan),
+        ws,
+        params=dict(
+            method="sgd-samples",
+            lr=lr,
+            batch_size=batch_size,
+            steps=steps,
+            activation=activation,
+            scale=scale,
+            finite_data=data is not None,
+        ),
+    )
 
 
-def explore_alignment(eta, noise: float, *, steps: int = 5000, batch_size: int = 4, seeds: int = 3,
-                      seed: int = 70, example_seed: int = 2026):
+def explore_alignment(
+    eta,
+    noise: float,
+    *,
+    steps: int = 5000,
+    batch_size: int = 4,
+    seeds: int = 3,
+    seed: int = 70,
+    example_seed: int = 2026,
+):
     """The explorer of the chapter: train network A of :func:`example_pair` by SGD at learning rate
     ``eta`` and label-noise level ``noise`` (mean variance per output) and report its alignment
     with ``K⋆`` (Σx-weighted, mean over hidden layers).
@@ -1678,15 +1758,23 @@ def explore_alignment(eta, noise: float, *, steps: int = 5000, batch_size: int =
     seeds = check_int("seeds", seeds, minimum=1)
     task, net_a, _ = example_pair(example_seed)
     k_star = task.platonic_kernel()
-    t = task.with_noise(task.sigma_eps * (noise / 0.5))      # the example task has noise 0.5
+    t = task.with_noise(task.sigma_eps * (noise / 0.5))  # the example task has noise 0.5
     w0 = init_weights(net_a, (7, 0), replicas=seeds)
     grid = record_steps(steps, max(steps // 100, 1))
 
     def run(lrs):
         ws = [np.concatenate([a] * lrs.size) for a in w0]
-        res = train_sgd(net_a, t, ws, lr=np.repeat(lrs, seeds), batch_size=batch_size, steps=steps,
-                        seed=(seed, int(1e4 * noise)), lr_warmup=max(steps // 10, 1),
-                        record_every=max(steps // 100, 1))
+        res = train_sgd(
+            net_a,
+            t,
+            ws,
+            lr=np.repeat(lrs, seeds),
+            batch_size=batch_size,
+            steps=steps,
+            seed=(seed, int(1e4 * noise)),
+            lr_warmup=max(steps // 10, 1),
+            record_every=max(steps // 100, 1),
+        )
         al = kernel_alignment(res.kernels, k_star, metric=task.sigma_x).mean(-1)
         fin = kernel_alignment(res.window_kernels(0.25), k_star, metric=task.sigma_x).mean(-1)
         return al.reshape(al.shape[0], lrs.size, seeds), fin.reshape(lrs.size, seeds).mean(1)
@@ -1695,14 +1783,14 @@ def explore_alignment(eta, noise: float, *, steps: int = 5000, batch_size: int =
         al, fin = run(etas)
         diverged = np.zeros(etas.size, dtype=bool)
         messages = []
-    except DivergenceError:                   # isolate the learning rates that diverge
+    except DivergenceError:  # isolate the learning rates that diverge
         al = np.full((grid.size, etas.size, seeds), np.nan)
         fin = np.full(etas.size, np.nan)
         diverged = np.zeros(etas.size, dtype=bool)
         messages = []
         for j, e in enumerate(etas):
             try:
-                a_j, f_j = run(etas[j:j + 1])
+                a_j, f_j = run(etas[j : j + 1])
                 al[:, j], fin[j] = a_j[:, 0], f_j[0]
             except DivergenceError as err:
                 diverged[j] = True
@@ -1713,6 +1801,7 @@ def explore_alignment(eta, noise: float, *, steps: int = 5000, batch_size: int =
 # ----------------------------------------------------------------------------------------------
 # Trainers
 # ----------------------------------------------------------------------------------------------
+
 
 @dataclass
 class TrainResult:
@@ -1770,7 +1859,7 @@ class TrainResult:
         warm = int(self.params.get("lr_warmup", 0) or 0)
         t = np.arange(int(self.steps[-1]))
         factor = np.minimum((t + 1) / warm, 1.0) if warm else np.ones(t.size)
-        return rate * np.concatenate([[0.0], np.cumsum(factor ** power)])[self.steps]
+        return rate * np.concatenate([[0.0], np.cumsum(factor**power)])[self.steps]
 
 
 def _per_replica(name, value, r, *, positive=True):
@@ -1778,7 +1867,9 @@ def _per_replica(name, value, r, *, positive=True):
     if arr.ndim == 0:
         arr = np.full(r, float(arr))
     if arr.shape != (r,):
-        raise ValueError(f"{name} must be a number or an array of shape ({r},) (one per replica), got shape {arr.shape}")
+        raise ValueError(
+            f"{name} must be a number or an array of shape ({r},) (one per replica), got shape {arr.shape}"
+        )
     if not np.all(np.isfinite(arr)) or np.any(arr < 0) or (positive and np.any(arr <= 0)):
         rng = "(0, inf)" if positive else "[0, inf)"
         raise ValueError(f"{name} must lie in {rng}")
@@ -1808,8 +1899,23 @@ class _PlatonicModel:
     """A batch of EDLN replicas for :func:`symbreak.engine.run_ensemble`: online SGD (Wishart
     minibatch moments) or full-batch gradient descent on ``L + γ S + λ Σ‖W_i‖²``."""
 
-    def __init__(self, reps, streams, net, task, ws, *, lr, wd, lr_warmup, sgd, batch_size=None,
-                 gamma=None, decay=None, gamma_warmup=0):
+    def __init__(
+        self,
+        reps,
+        streams,
+        net,
+        task,
+        ws,
+        *,
+        lr,
+        wd,
+        lr_warmup,
+        sgd,
+        batch_size=None,
+        gamma=None,
+        decay=None,
+        gamma_warmup=0,
+    ):
         self.net, self.task, self.sgd = net, task, sgd
         self.w = [a[reps].copy() for a in ws]
         self.lr, self.wd, self.lr_warmup = lr[reps], wd[reps], lr_warmup
@@ -1864,10 +1970,17 @@ def _train(net, task, ws, model_kw, params_of, *, steps, record_every, divergenc
     limit = check_positive("divergence_limit", divergence_limit)
     n_chunks = check_int("n_chunks", n_chunks, minimum=1)
     confs = [Configuration(1, grid, params_of(i)) for i in range(r)]
-    runs = run_ensemble(lambda reps, streams: _PlatonicModel(reps, streams, net, task, ws, **model_kw), confs,
-                        seed=seed, record_names=("kernels", "loss", "entropy"),
-                        final_names=tuple(f"W{i}" for i in range(net.depth)), n_chunks=n_chunks,
-                        divergence_limit=limit, method=method, desc=f"Platonic {method}")
+    runs = run_ensemble(
+        lambda reps, streams: _PlatonicModel(reps, streams, net, task, ws, **model_kw),
+        confs,
+        seed=seed,
+        record_names=("kernels", "loss", "entropy"),
+        final_names=tuple(f"W{i}" for i in range(net.depth)),
+        n_chunks=n_chunks,
+        divergence_limit=limit,
+        method=method,
+        desc=f"Platonic {method}",
+    )
     kernels = np.concatenate([x.kernels for x in runs])  # [replica, record, ...]
     loss = np.concatenate([x.loss for x in runs])
     ent = np.concatenate([x.entropy for x in runs])
@@ -1875,9 +1988,22 @@ def _train(net, task, ws, model_kw, params_of, *, steps, record_every, divergenc
     return TrainResult(grid, np.swapaxes(kernels, 0, 1), loss.T, ent.T, weights)
 
 
-def train_gd(net: EDLN, task: Task, weights, *, lr, steps: int, gamma=0.0, weight_decay=0.0,
-             gamma_warmup: int = 0, gamma_final=None, lr_warmup: int = 0, record_every: int = 100,
-             divergence_limit: float = 1e6, n_chunks: int = 1) -> TrainResult:
+def train_gd(
+    net: EDLN,
+    task: Task,
+    weights,
+    *,
+    lr,
+    steps: int,
+    gamma=0.0,
+    weight_decay=0.0,
+    gamma_warmup: int = 0,
+    gamma_final=None,
+    lr_warmup: int = 0,
+    record_every: int = 100,
+    divergence_limit: float = 1e6,
+    n_chunks: int = 1,
+) -> TrainResult:
     """Full-batch gradient descent on ``L + γ S + λ Σ_i ‖W_i‖²`` with exact gradients.
 
     * ``gamma = 0, weight_decay = 0``: plain gradient descent (conserves the charges
@@ -1937,22 +2063,50 @@ def train_gd(net: EDLN, task: Task, weights, *, lr, steps: int, gamma=0.0, weigh
             raise ValueError("gamma must be > 0 when gamma_final is given")
         decay = (gf / gamma) ** (1.0 / max(steps - 2 * gamma_warmup, 1))
     lr_warmup = check_int("lr_warmup", lr_warmup, minimum=0)
-    params = dict(method="gd", lr=lr, gamma=gamma, weight_decay=wd, steps=steps, gamma_warmup=gamma_warmup,
-                  gamma_final=gamma_final, lr_warmup=lr_warmup)
+    params = dict(
+        method="gd",
+        lr=lr,
+        gamma=gamma,
+        weight_decay=wd,
+        steps=steps,
+        gamma_warmup=gamma_warmup,
+        gamma_final=gamma_final,
+        lr_warmup=lr_warmup,
+    )
 
-    model_kw = dict(lr=lr, wd=wd, lr_warmup=lr_warmup, sgd=False, gamma=gamma, decay=decay,
-                    gamma_warmup=gamma_warmup)
-    res = _train(net, task, ws, model_kw,
-                 lambda i: dict(lr=float(lr[i]), gamma=float(gamma[i]), weight_decay=float(wd[i])),
-                 steps=steps, record_every=record_every, divergence_limit=divergence_limit, n_chunks=n_chunks,
-                 seed=0, method="gradient descent")
+    model_kw = dict(lr=lr, wd=wd, lr_warmup=lr_warmup, sgd=False, gamma=gamma, decay=decay, gamma_warmup=gamma_warmup)
+    res = _train(
+        net,
+        task,
+        ws,
+        model_kw,
+        lambda i: dict(lr=float(lr[i]), gamma=float(gamma[i]), weight_decay=float(wd[i])),
+        steps=steps,
+        record_every=record_every,
+        divergence_limit=divergence_limit,
+        n_chunks=n_chunks,
+        seed=0,
+        method="gradient descent",
+    )
     res.params = params
     return res
 
 
-def train_sgd(net: EDLN, task: Task, weights, *, lr, batch_size: int, steps: int, seed=None,
-              weight_decay=0.0, lr_warmup: int = 0, record_every: int = 100,
-              divergence_limit: float = 1e6, n_chunks: int = 1) -> TrainResult:
+def train_sgd(
+    net: EDLN,
+    task: Task,
+    weights,
+    *,
+    lr,
+    batch_size: int,
+    steps: int,
+    seed=None,
+    weight_decay=0.0,
+    lr_warmup: int = 0,
+    record_every: int = 100,
+    divergence_limit: float = 1e6,
+    n_chunks: int = 1,
+) -> TrainResult:
     """Online SGD on ``ℓ = ‖f(x) − y‖²`` with fresh minibatches of ``B`` samples per step.
 
     The minibatch gradient is linear in the minibatch second moments of ``(x, ε)``: with
@@ -1995,13 +2149,21 @@ def train_sgd(net: EDLN, task: Task, weights, *, lr, batch_size: int, steps: int
     wd = _per_replica("weight_decay", weight_decay, r, positive=False)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     lr_warmup = check_int("lr_warmup", lr_warmup, minimum=0)
-    params = dict(method="sgd", lr=lr, batch_size=batch_size, weight_decay=wd, steps=steps,
-                  lr_warmup=lr_warmup)
+    params = dict(method="sgd", lr=lr, batch_size=batch_size, weight_decay=wd, steps=steps, lr_warmup=lr_warmup)
 
     model_kw = dict(lr=lr, wd=wd, lr_warmup=lr_warmup, sgd=True, batch_size=batch_size)
-    res = _train(net, task, ws, model_kw,
-                 lambda i: dict(lr=float(lr[i]), batch_size=batch_size, weight_decay=float(wd[i])),
-                 steps=steps, record_every=record_every, divergence_limit=divergence_limit, n_chunks=n_chunks,
-                 seed=seed, method="SGD")
+    res = _train(
+        net,
+        task,
+        ws,
+        model_kw,
+        lambda i: dict(lr=float(lr[i]), batch_size=batch_size, weight_decay=float(wd[i])),
+        steps=steps,
+        record_every=record_every,
+        divergence_limit=divergence_limit,
+        n_chunks=n_chunks,
+        seed=seed,
+        method="SGD",
+    )
     res.params = params
     return res

@@ -203,7 +203,7 @@ def _install_inline_formatter() -> None:
     if backend.startswith("module://"):
         # Importing the inline backend configures IPython's figure formatters; do it now, so that
         # the house formatter below is not replaced when the first figure is created.
-        importlib.import_module(backend[len("module://"):])
+        importlib.import_module(backend[len("module://") :])
     formatters = shell.display_formatter.formatters
     formatters["image/png"].for_type(Figure, _house_png)
     # one picture per figure: no SVG/PDF/JPEG copies next to the PNG

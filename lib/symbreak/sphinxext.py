@@ -73,8 +73,13 @@ def _collect(app, env):
     problems += _claims.validate_report(rows)
     for p in problems:
         logger.warning(f"claims: {p}", type="claims")
-    rows.sort(key=lambda r: (_claims.PAPERS.index(r["paper"]) if r["paper"] in _claims.PAPERS else 99,
-                             _ref_key(r["ref"]), r["id"]))
+    rows.sort(
+        key=lambda r: (
+            _claims.PAPERS.index(r["paper"]) if r["paper"] in _claims.PAPERS else 99,
+            _ref_key(r["ref"]),
+            r["id"],
+        )
+    )
     env.symbreak_claims_rows = rows
     env.symbreak_claims_mode = mode
     return []
@@ -170,11 +175,17 @@ def _resolve(app, doctree, fromdocname):
             measured = _fmt(r["measured"])
             expected = _fmt(r["expected"])
             tol = _fmt(r["tolerance"])
-            statement = r["statement"] + (f" ({r['detail']})" if r.get("kind") == "inventory" and r.get("detail") else "")
+            statement = r["statement"] + (
+                f" ({r['detail']})" if r.get("kind") == "inventory" and r.get("detail") else ""
+            )
             body.append([r["ref"], r["status"], statement, measured, expected, tol, verdict, where])
-        node.replace_self(_table(
-            ["result", "status", "statement", "measured", "compared with", "tolerance", "verdict", "where"],
-            body, [6, 6, 30, 8, 8, 8, 5, 10]))
+        node.replace_self(
+            _table(
+                ["result", "status", "statement", "measured", "compared with", "tolerance", "verdict", "where"],
+                body,
+                [6, 6, 30, 8, 8, 8, 5, 10],
+            )
+        )
 
 
 def _write_json(app, exception):
@@ -184,9 +195,27 @@ def _write_json(app, exception):
     if rows is None:
         return
     out = pathlib.Path(app.outdir) / "claims.json"
-    public = [{k: r.get(k) for k in ("id", "paper", "ref", "statement", "status", "kind", "measured",
-                                     "expected", "tolerance", "holds", "detail", "mode", "page")}
-              for r in rows]
+    public = [
+        {
+            k: r.get(k)
+            for k in (
+                "id",
+                "paper",
+                "ref",
+                "statement",
+                "status",
+                "kind",
+                "measured",
+                "expected",
+                "tolerance",
+                "holds",
+                "detail",
+                "mode",
+                "page",
+            )
+        }
+        for r in rows
+    ]
     for row in public:
         if row["page"]:
             row["page"] = row["page"] + ".html"

@@ -323,8 +323,10 @@ def eos_ceiling(model: KnobModel, eta: float, kappa: float = 2.0) -> float:
     kappa = check_positive("kappa", kappa)
     kt = kappa / (eta * model.lam)
     if kt < 2 * model.v_norm:
-        raise ValueError(f"eta must be <= kappa / (2 lam |v|) = {kappa / (2 * model.lam * model.v_norm):.4g} "
-                         f"for a stable scale to exist, got {eta}")
+        raise ValueError(
+            f"eta must be <= kappa / (2 lam |v|) = {kappa / (2 * model.lam * model.v_norm):.4g} "
+            f"for a stable scale to exist, got {eta}"
+        )
     return float(0.5 * (kt + np.sqrt(kt * kt - 4 * model.v_norm**2)))
 
 
@@ -362,8 +364,18 @@ class KnobRun:
         return np.sum(self.w**2, axis=-1)
 
 
-def simulate(model: KnobModel, w0, u0, *, eta: float, batch_size: int, steps: int, sigma_p2: float = 0.0,
-             record_every: int = 1, seed=None) -> KnobRun:
+def simulate(
+    model: KnobModel,
+    w0,
+    u0,
+    *,
+    eta: float,
+    batch_size: int,
+    steps: int,
+    sigma_p2: float = 0.0,
+    record_every: int = 1,
+    seed=None,
+) -> KnobRun:
     """SGD (and optionally Langevin parameter noise) on the knob model, as one vectorised ensemble.
 
     Every step draws the minibatch's sufficient statistics exactly: ``B S_xx / λ ~ χ²_B`` and, given
@@ -432,8 +444,9 @@ def _loop(model, w, u, v, eta, b, steps, sigma_p2, sp, rec, rng, noise_sd, block
         a = w * u[:, None] - v
         wa = np.sum(w * a, axis=1)
         # expected_charge_step without re-validating the state every step
-        sum_dq_exp += eta**2 * (u * u * (k2 * np.sum(a * a, axis=1) + tr_se) - k2 * wa * wa
-                                - np.sum(w * w * se_diag, axis=1)) + sigma_p2 * (m - 1)
+        sum_dq_exp += eta**2 * (
+            u * u * (k2 * np.sum(a * a, axis=1) + tr_se) - k2 * wa * wa - np.sum(w * w * se_diag, axis=1)
+        ) + sigma_p2 * (m - 1)
         if t % block == 0:  # draw the minibatch statistics of `block` steps at once
             n_blk = min(block, steps - t)
             sxx_blk = model.lam * rng.chisquare(b, size=(n_blk, r)) / b
@@ -452,8 +465,9 @@ def _loop(model, w, u, v, eta, b, steps, sigma_p2, sp, rec, rng, noise_sd, block
         mag = np.maximum(np.max(np.abs(w), axis=1), np.abs(u))
         if not (mag.max() <= DIVERGENCE_LIMIT):  # also catches NaN
             check_divergence(mag, step=t + 1, limit=DIVERGENCE_LIMIT, params={"eta": eta, "batch_size": b})
-    return KnobRun(steps=rec, tau=rec * eta**2 / b, w=ws, u=us, mean_dq=sum_dq / steps,
-                   mean_dq_expected=sum_dq_exp / steps)
+    return KnobRun(
+        steps=rec, tau=rec * eta**2 / b, w=ws, u=us, mean_dq=sum_dq / steps, mean_dq_expected=sum_dq_exp / steps
+    )
 
 
 def window_means(values, n_windows: int) -> np.ndarray:

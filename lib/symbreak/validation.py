@@ -117,8 +117,12 @@ def check_int(name: str, value, *, minimum: int | None = None, maximum: int | No
     if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
         value = value[()]
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (numbers.Integral, np.integer)):
-        if (isinstance(value, (float, np.floating)) and np.isfinite(value) and float(value).is_integer()
-                and abs(float(value)) <= _MAX_EXACT_FLOAT_INT):
+        if (
+            isinstance(value, (float, np.floating))
+            and np.isfinite(value)
+            and float(value).is_integer()
+            and abs(float(value)) <= _MAX_EXACT_FLOAT_INT
+        ):
             value = int(value)
         else:
             raise ValidationTypeError(f"{name} must be an integer, got {type(value).__name__} {value!r}")
@@ -137,8 +141,9 @@ def check_choice(name: str, value, choices) -> str:
     return value
 
 
-def check_array(name: str, value, *, ndim: int | None = None, shape=None, dtype=float,
-                finite: bool = True) -> np.ndarray:
+def check_array(
+    name: str, value, *, ndim: int | None = None, shape=None, dtype=float, finite: bool = True
+) -> np.ndarray:
     """Convert to a finite array of ``dtype`` with the given number of dimensions / shape.
 
     ``shape`` may contain ``None`` for free axes; ``finite=False`` lets NaN and infinities through
@@ -162,8 +167,9 @@ def check_array(name: str, value, *, ndim: int | None = None, shape=None, dtype=
     if kind == "O":
         items = raw.ravel()
         if not all(_is_real_scalar(x) for x in items):
-            raise ValidationTypeError(f"{name} must be an array of real numbers (not ragged, not complex, "
-                                      f"not bool), got an object array")
+            raise ValidationTypeError(
+                f"{name} must be an array of real numbers (not ragged, not complex, not bool), got an object array"
+            )
     try:
         arr = np.asarray(raw, dtype=dtype)
     except (TypeError, ValueError, OverflowError) as exc:
@@ -199,8 +205,7 @@ def check_square(name: str, value, *, size: int | None = None) -> np.ndarray:
     return arr
 
 
-def check_symmetric_positive_definite(name: str, value, *, size: int | None = None,
-                                      rtol: float = 1e-10) -> np.ndarray:
+def check_symmetric_positive_definite(name: str, value, *, size: int | None = None, rtol: float = 1e-10) -> np.ndarray:
     """Convert to a symmetric positive-definite matrix, or raise ``ValueError``.
 
     Symmetry is checked to relative tolerance ``rtol`` (and the matrix is then symmetrised).
@@ -222,8 +227,10 @@ def check_symmetric_positive_definite(name: str, value, *, size: int | None = No
     floor = 10 * arr.shape[0] * np.finfo(float).eps * np.abs(w).max()
     if w[0] <= floor:
         kind = "singular to working precision" if w[0] > -floor else "indefinite"
-        raise ValueError(f"{name} must be positive definite (all eigenvalues > 0); it is {kind} "
-                         f"(eigenvalue ratio min/max = {w[0] / np.abs(w).max():.3g})")
+        raise ValueError(
+            f"{name} must be positive definite (all eigenvalues > 0); it is {kind} "
+            f"(eigenvalue ratio min/max = {w[0] / np.abs(w).max():.3g})"
+        )
     return arr
 
 
@@ -243,8 +250,19 @@ def check_invertible(name: str, value, *, size: int | None = None, cond_max: flo
 MAX_ODE_EVALUATIONS = 100_000
 
 
-def solve_ivp_bounded(fun, t_end: float, y0, t_eval, *, method: str = "DOP853", rtol: float, atol: float,
-                      jac=None, what: str = "the integration", max_evaluations: int = MAX_ODE_EVALUATIONS):
+def solve_ivp_bounded(
+    fun,
+    t_end: float,
+    y0,
+    t_eval,
+    *,
+    method: str = "DOP853",
+    rtol: float,
+    atol: float,
+    jac=None,
+    what: str = "the integration",
+    max_evaluations: int = MAX_ODE_EVALUATIONS,
+):
     """``scipy.integrate.solve_ivp(fun, (0, t_end), y0, t_eval=t_eval, ...)`` with a work bound.
 
     The same steps and the same dense-output evaluation at ``t_eval`` as ``solve_ivp`` (so the same
@@ -283,17 +301,25 @@ def solve_ivp_bounded(fun, t_end: float, y0, t_eval, *, method: str = "DOP853", 
         t_before = solver.t
         message = solver.step()
         if solver.status == "failed":  # at finite, validated input: a problem too stiff or extreme to solve
-            raise ValueError(f"{what}: the {method} solver failed at t = {solver.t:.6g} ({message}); the initial "
-                             "values or parameters are too extreme in scale for this integration")
+            raise ValueError(
+                f"{what}: the {method} solver failed at t = {solver.t:.6g} ({message}); the initial "
+                "values or parameters are too extreme in scale for this integration"
+            )
         if not np.all(np.isfinite(solver.y)):
-            raise ValueError(f"{what}: the state left the float64 range at t = {solver.t:.6g} "
-                             f"(an initial value or a parameter too extreme for this horizon)")
+            raise ValueError(
+                f"{what}: the state left the float64 range at t = {solver.t:.6g} "
+                f"(an initial value or a parameter too extreme for this horizon)"
+            )
         if solver.status != "finished" and solver.t == t_before:
-            raise ValueError(f"{what}: the solver cannot advance from t = {t_before:.6g} to t_end = {t_end:.6g} "
-                             "(the horizon is below the resolution of float64 time steps)")
+            raise ValueError(
+                f"{what}: the solver cannot advance from t = {t_before:.6g} to t_end = {t_end:.6g} "
+                "(the horizon is below the resolution of float64 time steps)"
+            )
         if solver.nfev > max_evaluations:
-            raise ValueError(f"{what}: reaching t_end = {t_end:.6g} needs more than {max_evaluations} evaluations "
-                             f"of the vector field (reached t = {solver.t:.6g}); shorten the horizon")
+            raise ValueError(
+                f"{what}: reaching t_end = {t_end:.6g} needs more than {max_evaluations} evaluations "
+                f"of the vector field (reached t = {solver.t:.6g}); shorten the horizon"
+            )
         i_new = int(np.searchsorted(t_eval, solver.t, side="right"))
         if i_new > i:
             out[i:i_new] = solver.dense_output()(t_eval[i:i_new]).T

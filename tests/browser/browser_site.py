@@ -117,5 +117,3 @@ def visit(context, url: str, *, timeout_ms: float = TIMEOUT_S * 1000) -> tuple[o
     page.goto(url, wait_until="load", timeout=timeout_ms)
     page.wait_for_function(MATHJAX_READY_JS, timeout=timeout_ms)
     return page, events
-
-

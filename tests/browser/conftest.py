@@ -15,7 +15,6 @@ import pathlib
 import threading
 
 import pytest
-
 from browser_site import CHROMIUM, CHROMIUM_ARGS, INSPECT_JS, SITE, toc_pages, visit
 
 
@@ -47,8 +46,9 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"no Chromium at {CHROMIUM}: apt-get install -y chromium chromium-driver (or set CHROMIUM)",
-                    pytrace=False)
+        pytest.fail(
+            f"no Chromium at {CHROMIUM}: apt-get install -y chromium chromium-driver (or set CHROMIUM)", pytrace=False
+        )
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield browser

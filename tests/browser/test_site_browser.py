@@ -10,7 +10,6 @@ import re
 import urllib.parse
 
 import pytest
-
 from browser_site import EXPLORER_PAGES, INSPECT_JS, SCREENSHOTS, toc_pages, visit
 
 pytestmark = pytest.mark.browser
@@ -51,11 +50,15 @@ def test_the_overflow_check_catches_a_cut_off_equation(browser, base_url):
     try:
         page, _ = visit(context, f"{base_url}/book/intro.html")
         assert page.evaluate(INSPECT_JS)["overflow"] == []
-        wide = page.evaluate("() => [...document.querySelectorAll('div.math mjx-container')]"
-                             ".filter(m => m.scrollWidth > m.clientWidth + 1).length")
+        wide = page.evaluate(
+            "() => [...document.querySelectorAll('div.math mjx-container')]"
+            ".filter(m => m.scrollWidth > m.clientWidth + 1).length"
+        )
         assert wide >= 1, "expected a display equation wider than a 400 px column on the front page"
-        page.add_style_tag(content="div.math mjx-container[display='true'] { min-width: auto !important; "
-                                   "overflow: visible !important; background: none !important; }")
+        page.add_style_tag(
+            content="div.math mjx-container[display='true'] { min-width: auto !important; "
+            "overflow: visible !important; background: none !important; }"
+        )
         assert page.evaluate(INSPECT_JS)["overflow"] != []
         page.close()
     finally:
@@ -70,8 +73,11 @@ def test_images_load(report, name):
 
 @pytest.mark.parametrize("name", PAGES)
 def test_images_have_meaningful_alt_text(report, name):
-    bad = [(i["src"][:60], i["alt"]) for i in report[name]["images"]
-           if not i["logo"] and (not (i["alt"] or "").strip() or PATH_ALT.search((i["alt"] or "").strip()))]
+    bad = [
+        (i["src"][:60], i["alt"])
+        for i in report[name]["images"]
+        if not i["logo"] and (not (i["alt"] or "").strip() or PATH_ALT.search((i["alt"] or "").strip()))
+    ]
     assert bad == [], f"{name}: images whose alt text is empty or a file path {bad}"
 
 
@@ -116,8 +122,11 @@ def test_page_sizes_under_3_mb(site):
     for name in PAGES:
         page = site / (name + ".html")
         html = page.read_text(errors="replace")
-        images = {(page.parent / urllib.parse.unquote(src)).resolve()
-                  for src in re.findall(r'<img[^>]+src="([^"]+)"', html) if not src.startswith(("data:", "http"))}
+        images = {
+            (page.parent / urllib.parse.unquote(src)).resolve()
+            for src in re.findall(r'<img[^>]+src="([^"]+)"', html)
+            if not src.startswith(("data:", "http"))
+        }
         sizes[name] = page.stat().st_size + sum(p.stat().st_size for p in images if p.is_file())
     print("page sizes with their figures (kB):", {k: v // 1000 for k, v in sizes.items()})
     too_big = {k: v for k, v in sizes.items() if v > 3_000_000}
@@ -153,7 +162,9 @@ def test_solutions_open_in_place(browser, base_url, report):
 
 def test_every_explorer_moves(browser, base_url, report):
     with_explorer = {name for name in PAGES if report[name]["explorers"]}
-    assert EXPLORER_PAGES <= with_explorer, f"pages without a working explorer: {sorted(EXPLORER_PAGES - with_explorer)}"
+    assert EXPLORER_PAGES <= with_explorer, (
+        f"pages without a working explorer: {sorted(EXPLORER_PAGES - with_explorer)}"
+    )
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     try:
         for name in sorted(with_explorer):
@@ -168,13 +179,25 @@ def test_every_explorer_moves(browser, base_url, report):
                     slider = sliders.nth(s)
                     if slider.get_attribute("max") == "0":
                         continue
-                    before = img.get_attribute("src"), img.get_attribute("alt"), slider.evaluate("e => e.nextElementSibling.textContent")
+                    before = (
+                        img.get_attribute("src"),
+                        img.get_attribute("alt"),
+                        slider.evaluate("e => e.nextElementSibling.textContent"),
+                    )
                     slider.scroll_into_view_if_needed()
                     slider.focus()
                     page.keyboard.press("End" if slider.input_value() == "0" else "Home")
-                    after = img.get_attribute("src"), img.get_attribute("alt"), slider.evaluate("e => e.nextElementSibling.textContent")
-                    assert after[0] != before[0], f"{name}: slider {s + 1} of explorer {e + 1} does not change the figure"
-                    assert after[1] != before[1] and after[2] != before[2], f"{name}: alt text / value label not updated"
+                    after = (
+                        img.get_attribute("src"),
+                        img.get_attribute("alt"),
+                        slider.evaluate("e => e.nextElementSibling.textContent"),
+                    )
+                    assert after[0] != before[0], (
+                        f"{name}: slider {s + 1} of explorer {e + 1} does not change the figure"
+                    )
+                    assert after[1] != before[1] and after[2] != before[2], (
+                        f"{name}: alt text / value label not updated"
+                    )
                     assert img.evaluate("i => i.complete && i.naturalWidth > 0"), f"{name}: new frame did not load"
             page.close()
     finally:
@@ -224,7 +247,8 @@ def test_site_reads_with_the_network_blocked(browser, base_url, report):
             if events["console"] or events["pageerror"]:
                 problems.append(f"{name}: errors offline {events['console'] + events['pageerror']}")
             if report[name]["explorers"] and not page.locator(".symbreak-explorer img").first.evaluate(
-                    "i => i.complete && i.naturalWidth > 0"):
+                "i => i.complete && i.naturalWidth > 0"
+            ):
                 problems.append(f"{name}: explorer image missing offline")
             page.close()
     finally:
