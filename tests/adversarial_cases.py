@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import torch  # noqa: F401  (imported up front: a forked survey child would spend its time limit on it)
+import torch  # imported up front: a forked survey child would spend its time limit on it
 
 from symbreak import autoencoder as ae
 from symbreak import config, dln, engine, rng, validation
@@ -53,6 +53,7 @@ ACCEPTS_ANY = {
     ("pl.sharpness", "seed"),  # seeds: validated by symbreak.rng (a str raises, None is the default)
     ("validation.check_int", "minimum"),  # the caller's own bounds
     ("engine.WishartBlockSampler.keep", 0),  # a boolean mask is what keep() takes
+    ("engine.TorchWishartBlockSampler.keep", 0),
 }
 
 # functions whose documented output is NaN/inf for some valid input (not a silent failure)
@@ -199,6 +200,19 @@ SGDRES = ae.simulate_sgd(LAM, 2, 0.01, 8, 20, record_every=5)
 TRRES = pl.train_gd(NET_A, TASK, WA, lr=0.01, steps=4, record_every=2)
 FAC = dln.balanced_factors(np.diag([2.0, 1.0, 0.5]), 3)
 EN = dln.schatten_energy(2.0)
+
+
+def _torch_sampler():
+    return engine.TorchWishartBlockSampler(
+        np.ones(3),
+        np.array([4, 8]),
+        scale=np.ones(2),
+        dtype=np.float64,
+        device="cpu",
+        generator=torch.Generator().manual_seed(0),
+    )
+
+
 SAMPLER = engine.WishartBlockSampler(np.ones(3), np.array([4, 8]), max_steps=4)
 XS, _, YS = pl.sample_data(TASK, 0, 5)
 
@@ -242,6 +256,8 @@ BASE = {
         [np.array([True, False])],
         {},
     ),
+    "engine.TorchWishartBlockSampler.draw": (lambda n: _torch_sampler().draw(n), [2], {}),
+    "engine.TorchWishartBlockSampler.keep": (lambda m: _torch_sampler().keep(m), [np.array([True, False])], {}),
     "engine.DivergenceError": (engine.DivergenceError, [1, 0, {}, 2.0, 1.0], {}),
     # autoencoder
     "ae.geometric_spectrum": (ae.geometric_spectrum, [4, 12.0, 0.18], {}),

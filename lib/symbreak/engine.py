@@ -876,11 +876,16 @@ class TorchWishartBlockSampler:
 
     def keep(self, mask) -> None:
         """Keep only the replicas where ``mask`` is true."""
-        mask = np.asarray(mask, dtype=bool)
+        mask = np.asarray(mask)
+        if mask.dtype != bool:
+            raise TypeError(f"mask must be a boolean array, got dtype {mask.dtype}")
+        if mask.shape != self.batch_sizes.shape or not mask.any():
+            raise ValueError("mask must be a boolean array with one entry per replica, not all false")
         self._set(self.std, self.batch_sizes[mask], self.scale[mask])
 
     def draw(self, n_steps: int):
         """``c_r Σ̂``, a torch tensor of shape (n_steps, R, d, d) on the device."""
+        n_steps = check_int("n_steps", n_steps, minimum=1, maximum=MAX_STEPS)
         torch, d = self.torch, self.d
         r = self.batch_sizes.size
         z = torch.randn((n_steps, r, self.rows.numel()), generator=self.gen, dtype=self.tdt, device=self.device)
