@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import os
 import pathlib
-
-import yaml
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import toc  # noqa: E402  (tools/toc.py, the one walker of _toc.yml)
+
 SITE = pathlib.Path(os.environ.get("BOOK_SITE", ROOT / "_build" / "html")).resolve()
 SCREENSHOTS = pathlib.Path(os.environ.get("BOOK_SCREENSHOTS", SITE.parent / "screenshots")).resolve()
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -32,22 +34,7 @@ EXPLORER_PAGES = {"book/autoencoder/sharpness-relu", "book/dln/equilibrium", "bo
 
 def toc_pages() -> list[str]:
     """Every page of ``_toc.yml``, in reading order (docnames such as ``book/dln/entropy``)."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    names = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                names.append(node["file"])
-            for key, value in node.items():
-                if key != "root":
-                    walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk({k: v for k, v in toc.items() if k != "root"})
-    return names
+    return toc.toc_files(ROOT)
 
 
 # The script that inspects a loaded page. It returns plain data; the tests assert on it.
