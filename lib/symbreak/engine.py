@@ -387,10 +387,10 @@ class WishartBlockSampler:
         b = np.asarray(batch_sizes)
         if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer) or np.any(b < 1):
             raise ValueError(f"batch_sizes must be a non-empty 1-D array of integers >= 1, got {batch_sizes!r}")
-        if self.max_steps * b.size * self.d * self.d > 10 * MAX_DRAWS:
+        if self.max_steps * b.size * self.d * self.d > 20 * MAX_DRAWS:
             raise ValueError(
                 f"max_steps * replicas * d² = {self.max_steps * b.size * self.d**2} buffer entries "
-                f"exceeds {10 * MAX_DRAWS}"
+                f"exceeds {20 * MAX_DRAWS}"
             )
         c = np.ones(b.size) if scale is None else check_array("scale", scale, ndim=1)
         if c.shape != b.shape or np.any(c <= 0):
