@@ -54,6 +54,20 @@ def test_pages_are_myst_notebooks():
         assert nb.metadata.get("jupytext", {}).get("text_representation", {}).get("format_name") == "myst", page
 
 
+def test_directive_fences_have_no_backticks_in_their_titles():
+    """A backtick fence whose info string holds a backtick is not a fence (CommonMark): the directive
+    becomes a paragraph and its label silently vanishes. Titles with roles take a colon fence."""
+    import re
+
+    bad = []
+    for page in book_pages():
+        for n, line in enumerate(page.read_text().splitlines(), 1):
+            m = re.match(r"^(`{3,})\{[^}]+\}(.*)$", line)
+            if m and "`" in m.group(2):
+                bad.append(f"{page.relative_to(ROOT)}:{n}")
+    assert not bad, f"directive titles with backticks inside a backtick fence (use :::{{...}}): {bad}"
+
+
 @pytest.mark.book
 @pytest.mark.parametrize("page", book_pages(), ids=lambda p: str(p.relative_to(BOOK)))
 def test_page_executes_in_quick_mode(page, monkeypatch, tmp_path):
