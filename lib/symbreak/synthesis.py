@@ -27,9 +27,10 @@ coordinate. The *knob* is where the noise enters:
   ``Q`` relaxes to it (the Platonic chapter's entropic selection);
 * label noise orthogonal to ``v̂`` (``θ = π/2``): the drift is positive everywhere, ``s`` grows
   along the Lambert-W law (S5) of the autoencoder chapter until the edge of stability stops it;
-* parameter (thermal) noise only: the loss-independent drift ``σ_p² (m − 1)`` is the Laplacian of
-  ``Q``, the rate at which the symmetry flow changes the volume of the orbit (the DLN chapter's
-  entropy is the log-volume of an orbit).
+* parameter (thermal) noise only: the loss-independent drift ``σ_p² (m − 1) = (σ_p²/2) ΔQ`` is half
+  the noise variance times the Laplacian of ``Q``; ``ΔQ`` is twice the divergence of the symmetry's
+  generator, the rate at which the symmetry flow changes the volume of the orbit (the DLN chapter's
+  entropy is, up to a constant, the log-volume of an orbit).
 
 Contents
 --------
