@@ -47,7 +47,12 @@ INSPECT_JS = r"""
                typeset: document.querySelectorAll('mjx-container').length,
                mathScript: !!document.querySelector('script[src*="mathjax"]')};
   // TeX that MathJax did not typeset: in the title and in every text node outside code and math.
+  // Claim statements (the report's table) and docstrings (the API page) write formulas as plain
+  // Unicode text by design (they are read in terminals and in claims.json too), with brace groups
+  // such as σ_i^{2/N}; there only TeX commands and dollar delimiters count as leaked TeX.
   const texPattern = /\\[A-Za-z]{2,}|\\[()\[\]{}|]|\$\$|\$[^$\s][^$]*\$|\^\{|_\{/;
+  const texCommands = /\\[A-Za-z]{2,}|\\[()\[\]{}|]|\$\$|\$[^$\s][^$]*\$/;
+  const plainMath = 'table.claims-table, dl.py';
   if (texPattern.test(document.title)) out.tex.push('title: ' + document.title);
   const skip = 'script,style,pre,code,kbd,samp,textarea,mjx-container,.highlight,.MathJax';
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
@@ -55,7 +60,7 @@ INSPECT_JS = r"""
     const el = n.parentElement;
     if (!el || el.closest(skip)) continue;
     const text = n.textContent;
-    const m = text.match(texPattern);
+    const m = text.match(el.closest(plainMath) ? texCommands : texPattern);
     if (m) out.tex.push(text.trim().slice(Math.max(0, m.index - 40), m.index + 60));
   }
   document.querySelectorAll('mjx-merror, [data-mjx-error]').forEach(e =>

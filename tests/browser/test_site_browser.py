@@ -65,6 +65,30 @@ def test_the_overflow_check_catches_a_cut_off_equation(browser, base_url):
         context.close()
 
 
+def test_the_tex_check_catches_leaked_tex(browser, base_url):
+    """Brace groups such as x^{2} count as leaked TeX in prose but not in the report's claims table,
+    where statements are plain Unicode text; a TeX command counts everywhere."""
+    context = browser.new_context()
+    try:
+        page, _ = visit(context, f"{base_url}/book/reproduction-report.html")
+        assert page.evaluate(INSPECT_JS)["tex"] == []
+        inject = (
+            "() => { const t = document.querySelector('table.claims-table td');"
+            " t.append(document.createTextNode(' s^{2/N} ')); return !!t; }"
+        )
+        assert page.evaluate(inject), "expected a claims table on the report page"
+        assert page.evaluate(INSPECT_JS)["tex"] == []
+        page.evaluate(
+            "() => document.querySelector('table.claims-table td').append(document.createTextNode(' \\frac{a}{b} '))"
+        )
+        assert any("frac" in t for t in page.evaluate(INSPECT_JS)["tex"])
+        page.evaluate("() => document.querySelector('main p').append(document.createTextNode(' x^{2} '))")
+        assert any("x^{2}" in t for t in page.evaluate(INSPECT_JS)["tex"])
+        page.close()
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("name", PAGES)
 def test_images_load(report, name):
     broken = [i["src"] for i in report[name]["images"] if not i["ok"]]
