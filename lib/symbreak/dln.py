@@ -5,13 +5,13 @@ a balanced initialisation, moves its end-to-end matrix ``X`` by a Riemannian gra
 metric ``g^N`` whose inverse is the operator ``A_{N,X}`` (Lemma 2.1 of the paper). For a spectral
 energy the flow acts on the singular values alone, in the chamber ``σ_1 ≥ … ≥ σ_d > 0``, with the
 pushforward metric (2.9); adding the Boltzmann entropy ``S_N`` of the balanced fibre at inverse
-temperature ``β`` gives the free energy ``F_β = E − S_N/β`` and the flow (1.10)
+temperature ``β`` gives the free energy ``F_β = E − S_N/β`` and the flow (1.10)::
 
     σ̇_i = −N σ_i^{2−2/N} ∂F_β/∂σ_i .
 
 Everything in this module is evaluated without cancellation at and near coincident singular values.
 The key is to write each pair term of the entropy in logarithmic variables ``ℓ_i = log σ_i``,
-``δ = ℓ_i − ℓ_j``:
+``δ = ℓ_i − ℓ_j``::
 
     log[(σ_i² − σ_j²)/(σ_i^{2/N} − σ_j^{2/N})] = (1 − 1/N)(ℓ_i + ℓ_j) + G_N(δ),
     G_N(δ) = log[sinh δ / sinh(δ/N)],

@@ -79,7 +79,7 @@ def test_the_tex_check_catches_leaked_tex(browser, base_url):
         assert page.evaluate(inject), "expected a claims table on the report page"
         assert page.evaluate(INSPECT_JS)["tex"] == []
         page.evaluate(
-            "() => document.querySelector('table.claims-table td').append(document.createTextNode(' \\frac{a}{b} '))"
+            r"() => document.querySelector('table.claims-table td').append(document.createTextNode(' \\frac{a}{b} '))"
         )
         assert any("frac" in t for t in page.evaluate(INSPECT_JS)["tex"])
         page.evaluate("() => document.querySelector('main p').append(document.createTextNode(' x^{2} '))")
