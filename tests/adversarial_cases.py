@@ -19,6 +19,26 @@ from symbreak import autoencoder as ae
 from symbreak import config, dln, engine, rng, validation
 from symbreak import platonic as pl
 
+
+def all_finite(x, depth=0):
+    """Whether every float in ``x`` (nested containers and objects' attributes, 6 levels deep) is finite."""
+    if depth > 6 or isinstance(x, (bool, str, type(None))):
+        return True
+    if isinstance(x, (int, np.integer)):
+        return True
+    if isinstance(x, (float, complex, np.number)):
+        return bool(np.isfinite(x))
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind not in "fc" or bool(np.all(np.isfinite(x)))
+    if isinstance(x, dict):
+        return all(all_finite(v, depth + 1) for v in x.values())
+    if isinstance(x, (list, tuple)):
+        return all(all_finite(v, depth + 1) for v in x)
+    if hasattr(x, "__dict__") and not isinstance(x, type):
+        return all(all_finite(v, depth + 1) for v in vars(x).values())
+    return True
+
+
 INVALID, AMBIG = "invalid", "ambiguous"
 
 

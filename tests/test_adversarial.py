@@ -36,6 +36,7 @@ from adversarial_cases import (  # noqa: E402
     NONFINITE_DOCUMENTED,
     ORACLES,
     OWNED_ELSEWHERE,
+    all_finite,
     quick_mutants_for,
 )
 
@@ -101,24 +102,6 @@ def _time_limit(seconds):
         signal.signal(signal.SIGALRM, old)
 
 
-def _finite(x, depth=0):
-    if depth > 6 or isinstance(x, (bool, str, type(None))):
-        return True
-    if isinstance(x, (int, np.integer)):
-        return True
-    if isinstance(x, (float, complex, np.number)):
-        return bool(np.isfinite(x))
-    if isinstance(x, np.ndarray):
-        return x.dtype.kind not in "fc" or bool(np.all(np.isfinite(x)))
-    if isinstance(x, dict):
-        return all(_finite(v, depth + 1) for v in x.values())
-    if isinstance(x, (list, tuple)):
-        return all(_finite(v, depth + 1) for v in x)
-    if hasattr(x, "__dict__") and not isinstance(x, type):
-        return all(_finite(v, depth + 1) for v in vars(x).values())
-    return True
-
-
 def _outcome(fn, args, kwargs):
     """``("ok", finite?)``, ``("clean", msg)`` or ``("bad", description)``; warnings are not errors here."""
     try:
@@ -131,7 +114,7 @@ def _outcome(fn, args, kwargs):
         return ("clean", str(exc))
     except Exception as exc:  # noqa: BLE001 - anything else is a defect
         return ("bad", f"{type(exc).__name__}: {exc}")
-    return ("ok", _finite(out))
+    return ("ok", all_finite(out))
 
 
 @pytest.mark.parametrize("name", sorted(BASE))

@@ -34,7 +34,18 @@ warnings.simplefilter("ignore")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
-from adversarial_cases import ACCEPTS_ANY, AMBIG, BASE, INVALID, LAM, ORACLES, PU, PW, mutants_for  # noqa: E402
+from adversarial_cases import (  # noqa: E402
+    ACCEPTS_ANY,
+    AMBIG,
+    BASE,
+    INVALID,
+    LAM,
+    ORACLES,
+    PU,
+    PW,
+    all_finite,
+    mutants_for,
+)
 
 from symbreak import autoencoder as ae  # noqa: E402
 from symbreak import engine  # noqa: E402
@@ -43,7 +54,7 @@ from symbreak import engine  # noqa: E402
 def run_child(fn, args, kwargs, conn_w):
     try:
         out = fn(*args, **kwargs)
-        res = ("ok", _finite(out), _summ(out))
+        res = ("ok", all_finite(out), _summ(out))
     except (ValueError, TypeError) as exc:
         res = ("clean", type(exc).__name__, str(exc)[:200])
     except engine.DivergenceError as exc:
@@ -52,28 +63,6 @@ def run_child(fn, args, kwargs, conn_w):
         res = ("other", type(exc).__name__, str(exc)[:200])
     os.write(conn_w, pickle.dumps(res))
     os._exit(0)
-
-
-def _finite(x, depth=0):
-    if depth > 6:
-        return True
-    if isinstance(x, (bool, str, type(None))):
-        return True
-    if isinstance(x, (int, np.integer)):
-        return True
-    if isinstance(x, (float, complex, np.number)):
-        return bool(np.isfinite(x))
-    if isinstance(x, np.ndarray):
-        if x.dtype.kind in "fc":
-            return bool(np.all(np.isfinite(x)))
-        return True
-    if isinstance(x, dict):
-        return all(_finite(v, depth + 1) for v in x.values())
-    if isinstance(x, (list, tuple)):
-        return all(_finite(v, depth + 1) for v in x)
-    if hasattr(x, "__dict__"):
-        return all(_finite(v, depth + 1) for v in vars(x).values())
-    return True
 
 
 def _summ(x):
