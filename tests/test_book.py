@@ -68,6 +68,29 @@ def test_directive_fences_have_no_backticks_in_their_titles():
     assert not bad, f"directive titles with backticks inside a backtick fence (use :::{{...}}): {bad}"
 
 
+def test_every_fence_is_closed_before_the_next_directive_opens():
+    """A backtick fence left open swallows what follows until the next bare fence: a heading, prose
+    and a theorem end up inside a figure caption. Inside an open fence, a directive opener of the same
+    length means the previous block was never closed."""
+    import re
+
+    bad = []
+    for page in book_pages():
+        open_len = open_line = None
+        for n, line in enumerate(page.read_text().splitlines(), 1):
+            if open_len is None:
+                m = re.match(r"^(`{3,})", line)
+                if m:
+                    open_len, open_line = len(m.group(1)), n
+            elif (c := re.match(r"^(`{3,})\s*$", line)) and len(c.group(1)) >= open_len:
+                open_len = None
+            elif (m := re.match(r"^(`{3,})\{[^}]+\}", line)) and len(m.group(1)) == open_len:
+                bad.append(f"{page.relative_to(ROOT)}:{n} (block opened at line {open_line} is not closed)")
+        if open_len is not None:
+            bad.append(f"{page.relative_to(ROOT)}:{open_line} (never closed)")
+    assert not bad, f"unclosed fences: {bad}"
+
+
 @pytest.mark.book
 @pytest.mark.parametrize("page", book_pages(), ids=lambda p: str(p.relative_to(BOOK)))
 def test_page_executes_in_quick_mode(page, monkeypatch, tmp_path):

@@ -100,3 +100,11 @@ def test_diff_reports():
     out = claims.diff_reports(a, b)
     assert any(line.startswith("+ y") for line in out)
     assert any("measured 1.0 -> 1.1" in line for line in out)
+
+
+def test_a_claim_shows_as_one_short_line(ledger):
+    """A cell that ends with a claim call shows the claim's repr: one line, not its arrays."""
+    big = np.arange(1.0, 301.0)
+    text = repr(ledger.close("d-repr", "Eq. 6", "three hundred values", big, big, rtol=1e-9))
+    assert "\n" not in text and len(text) < 200
+    assert text.startswith("Claim d-repr (Eq. 6): holds")

@@ -466,7 +466,7 @@ class Ledger:
         return "\n".join(f"{c['id']}: {'holds' if c['holds'] else c['holds']} — {c['detail']}" for c in self.claims)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Claim:
     """What a claim call returns: the verdict and the numbers, for further use on the page."""
 
@@ -477,6 +477,12 @@ class Claim:
     detail: str
     measured: object = None
     expected: object = None
+
+    def __repr__(self) -> str:
+        """One short line (a page that ends a cell with a claim call shows this, not the arrays)."""
+        verdict = {True: "holds", False: "FAILS", None: "recorded"}[self.holds]
+        detail = self.detail if len(self.detail) <= 120 else self.detail[:117] + "..."
+        return f"Claim {self.id} ({self.ref}): {verdict}; {detail}"
 
 
 def _in_kernel() -> bool:

@@ -18,6 +18,7 @@ paper's rows; with ``:summary:`` it renders the counts per paper and status.
 from __future__ import annotations
 
 import json
+import math
 import pathlib
 
 from docutils import nodes
@@ -105,14 +106,17 @@ def _fmt(value) -> str:
     if isinstance(value, dict):
         if "max_rel_err" in value:
             rel, atol = value.get("rtol"), value.get("atol")
-            got = value.get("max_rel_err")
+            got_rel, got_abs = value.get("max_rel_err"), value.get("max_abs_err")
             s = []
             if rel:
                 s.append(f"rtol {rel:g}")
             if atol:
                 s.append(f"atol {atol:g}")
-            if isinstance(got, float):
-                s.append(f"err {got:.2g}")
+            # the error on the scale of the tolerance that decides: relative for rtol, absolute for atol
+            if rel and isinstance(got_rel, float) and math.isfinite(got_rel):
+                s.append(f"rel. err {got_rel:.2g}")
+            if atol and isinstance(got_abs, float):
+                s.append(f"abs. err {got_abs:.2g}")
             return "; ".join(s)
         if "lower" in value or "upper" in value:
             return ""
