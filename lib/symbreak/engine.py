@@ -346,6 +346,16 @@ def replica_streams(seed, replicas) -> list[np.random.Generator]:
     return out
 
 
+def _check_keep_mask(mask, batch_sizes) -> np.ndarray:
+    """The boolean replica mask of a sampler's ``keep``: one entry per replica, not all false."""
+    mask = np.asarray(mask)
+    if mask.dtype != bool:
+        raise TypeError(f"mask must be a boolean array, got dtype {mask.dtype}")
+    if mask.shape != batch_sizes.shape or not mask.any():
+        raise ValueError("mask must be a boolean array with one entry per replica, not all false")
+    return mask
+
+
 class WishartBlockSampler:
     """Exact minibatch covariances for an ensemble, drawn many steps at a time into reused buffers.
 
@@ -449,11 +459,7 @@ class WishartBlockSampler:
 
     def keep(self, mask) -> None:
         """Keep only the replicas where ``mask`` is true (for ensembles whose replicas finish early)."""
-        mask = np.asarray(mask)
-        if mask.dtype != bool:
-            raise TypeError(f"mask must be a boolean array, got dtype {mask.dtype}")
-        if mask.shape != self.batch_sizes.shape or not mask.any():
-            raise ValueError("mask must be a boolean array with one entry per replica, not all false")
+        mask = _check_keep_mask(mask, self.batch_sizes)
         self._set(self.batch_sizes[mask], self.scale[mask])
 
     def _aux_streams(self, stream):
@@ -876,11 +882,7 @@ class TorchWishartBlockSampler:
 
     def keep(self, mask) -> None:
         """Keep only the replicas where ``mask`` is true."""
-        mask = np.asarray(mask)
-        if mask.dtype != bool:
-            raise TypeError(f"mask must be a boolean array, got dtype {mask.dtype}")
-        if mask.shape != self.batch_sizes.shape or not mask.any():
-            raise ValueError("mask must be a boolean array with one entry per replica, not all false")
+        mask = _check_keep_mask(mask, self.batch_sizes)
         self._set(self.std, self.batch_sizes[mask], self.scale[mask])
 
     def draw(self, n_steps: int):
