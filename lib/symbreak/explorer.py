@@ -231,7 +231,9 @@ def static_html(
             f"the {len(figures)} frames of this explorer take more than max_bytes={max_bytes} bytes even at the "
             f"lowest resolution: use fewer grid points or smaller figures"
         )
-    payload = {key: f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}" for key, (mime, data, _) in frames.items()}
+    payload = {
+        key: f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}" for key, (mime, data, _) in frames.items()
+    }
 
     uid = "symbreak-explorer-" + uuid.uuid4().hex[:10]
     start_key = "-".join(str(start[n]) for n in names)
