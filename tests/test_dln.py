@@ -683,3 +683,44 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter():
         dln.singular_value_flow(ok, [0.0, 1.0], N=3, beta=1.0)
     with pytest.raises(ValueError, match=r"^t_eval\b"):
         dln.singular_value_flow(ok, [1.0, 0.5], N=3, beta=1.0, p=2.0)
+
+
+def test_singular_value_flows_matches_one_solve_per_start():
+    """The batched solve holds every start to the same tolerances as a solve of its own."""
+    rng = make_rng(3)
+    starts = np.exp(rng.uniform(-2.5, 1.5, (6, 4)))
+    t = np.linspace(0.0, 4.0, 81)
+    batch = dln.singular_value_flows(starts, t, N=3, beta=0.7, p=2.0)
+    assert batch.shape == (6, t.size, 4)
+    single = np.stack([dln.singular_value_flow(s0, t, N=3, beta=0.7, p=2.0) for s0 in starts])
+    assert np.abs(np.log(batch / single)).max() < 1e-7
+    # a coupled energy and the energy-only flow (beta = inf)
+    coupled = dln.SpectralEnergy(
+        f=lambda x: x**2 / 2,
+        df=lambda x: x,
+        d2f=lambda x: np.ones_like(x),
+        g=lambda x: x + 0.5 * x**2,
+        dg=lambda x: 1.0 + x,
+        d2g=lambda x: np.ones_like(x),
+    )
+    for beta, energy in ((2.0, coupled), (np.inf, dln.schatten_energy(1.5))):
+        batch = dln.singular_value_flows(starts[:3], t, N=4, beta=beta, energy=energy)
+        single = np.stack([dln.singular_value_flow(s0, t, N=4, beta=beta, energy=energy) for s0 in starts[:3]])
+        assert np.abs(np.log(batch / single)).max() < 1e-7
+    # t = 0 only: the starts themselves
+    assert np.array_equal(dln.singular_value_flows(starts, [0.0], N=3, beta=1.0, p=2.0)[:, 0], starts)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"sigma0s": [1.0, 2.0]}, ValueError),
+        ({"sigma0s": [[1.0, -2.0]]}, ValueError),
+        ({"t_eval": [1.0, 0.5]}, ValueError),
+        ({"rtol": 0.0}, ValueError),
+    ],
+)
+def test_singular_value_flows_rejects_bad_input(kwargs, error):
+    args = {"sigma0s": [[1.0, 2.0]], "t_eval": [0.0, 1.0], "N": 3, "beta": 1.0, "p": 2.0} | kwargs
+    with pytest.raises(error):
+        dln.singular_value_flows(args.pop("sigma0s"), args.pop("t_eval"), **args)

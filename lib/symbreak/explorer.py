@@ -131,15 +131,15 @@ def _svg_bytes(fig) -> bytes:
     return buf.getvalue()
 
 
-def _render_frames(draw, grid, dpi, colors):
-    """Every grid point drawn and encoded; the format (PNG or SVG) is the smaller for the first one."""
+def _draw_frames(draw, grid):
+    """Every grid point drawn once: ``{key: Figure}`` (closed in pyplot, still renderable)."""
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
+    from symbreak.plotting import legible
+
     names = list(grid)
-    frames = {}
-    size_in = None
-    use_svg = None
+    figures = {}
     for idx in itertools.product(*(range(len(grid[n])) for n in names)):
         params = {n: grid[n][i] for n, i in zip(names, idx)}
         fig = draw(**params)
@@ -147,19 +147,27 @@ def _render_frames(draw, grid, dpi, colors):
             plt.close("all")
             raise TypeError(f"draw must return a matplotlib Figure, got {type(fig).__name__} for {params}")
         try:
-            from symbreak.plotting import legible
-
             legible(fig)
-            png = _png_bytes(fig, dpi, colors)
-            if use_svg is None:
-                size_in = tuple(fig.get_size_inches())
-                svg = _svg_bytes(fig)
-                use_svg = len(svg) < len(png)
-            frames["-".join(map(str, idx))] = ("image/svg+xml", _svg_bytes(fig)) if use_svg else ("image/png", png)
-            frames["-".join(map(str, idx))] += (png,)
         finally:
-            plt.close(fig)
-    return frames, size_in
+            plt.close(fig)  # off pyplot's list; savefig still renders a closed figure
+        figures["-".join(map(str, idx))] = fig
+    return figures
+
+
+def _encode_frames(figures, dpi, colors, max_bytes):
+    """Every figure encoded, as PNG or as SVG, whichever is smaller for the first one; ``None`` as soon
+    as the data URLs pass ``max_bytes``."""
+    frames, total, use_svg = {}, 0, None
+    for key, fig in figures.items():
+        png = _png_bytes(fig, dpi, colors)
+        if use_svg is None:
+            use_svg = len(_svg_bytes(fig)) < len(png)
+        mime, data = ("image/svg+xml", _svg_bytes(fig)) if use_svg else ("image/png", png)
+        total += len(f"data:{mime};base64,") + 4 * ((len(data) + 2) // 3)
+        if total > max_bytes:
+            return None, total
+        frames[key] = (mime, data, png)
+    return frames, total
 
 
 def static_html(
@@ -212,20 +220,20 @@ def static_html(
     labels = dict(labels or {})
     names = list(grid)
 
+    figures = _draw_frames(draw, grid)  # drawn once; only the encoding depends on the resolution
+    size_in = tuple(next(iter(figures.values())).get_size_inches())
     for scale in (1.0, 0.8, 0.6):
-        frames, size_in = _render_frames(draw, grid, dpi * scale, int(colors))
-        payload = {
-            key: f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
-            for key, (mime, data, _) in frames.items()
-        }
-        total = sum(len(v) for v in payload.values())
-        if total <= max_bytes:
+        frames, total = _encode_frames(figures, dpi * scale, int(colors), max_bytes)
+        if frames is not None:
             break
     else:
         raise ValueError(
-            f"the {len(frames)} frames of this explorer take {total} bytes at the lowest resolution, "
-            f"more than max_bytes={max_bytes}: use fewer grid points or smaller figures"
+            f"the {len(figures)} frames of this explorer take more than max_bytes={max_bytes} bytes even at the "
+            f"lowest resolution: use fewer grid points or smaller figures"
         )
+    payload = {
+        key: f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}" for key, (mime, data, _) in frames.items()
+    }
 
     uid = "symbreak-explorer-" + uuid.uuid4().hex[:10]
     start_key = "-".join(str(start[n]) for n in names)
