@@ -356,6 +356,14 @@ def _check_keep_mask(mask, batch_sizes) -> np.ndarray:
     return mask
 
 
+def _scratch(bufs: dict, name: str, shape, dtype) -> np.ndarray:
+    """A scratch array kept in ``bufs`` under ``name``, reallocated only when its shape changes."""
+    x = bufs.get(name)
+    if x is None or x.shape != tuple(shape) or x.dtype != dtype:
+        x = bufs[name] = np.empty(shape, dtype)
+    return x
+
+
 class WishartBlockSampler:
     """Exact minibatch covariances for an ensemble, drawn many steps at a time into reused buffers.
 
@@ -567,29 +575,41 @@ class WishartBlockSampler:
                 gb = np.empty((self._big.size, n_steps, d))
                 self._gamma_mt(zfull[self._big, :, self._nz :], u[self._big], gb, fallback, self._big)
                 g[self._big] = gb
-        z *= self._mz[:, None, :]
-        np.sqrt(g, out=g)
-        g *= self._mg[:, None, :]
-        a3 = b["a"].reshape(r, n_steps, d * d)
-        a3[:, :, self._flat_lower] = z
-        a3[:, :, :: d + 1] = g
-        a, s = b["a"], b["s"]
-        np.matmul(a, a.transpose(0, 1, 3, 2), out=s)  # NumPy calls BLAS syrk for A Aᵀ
-        if self.factor.ndim == 2:
-            s[...] = self._lf @ s @ self._lf.T
+        s = b["s"]
+        if self._big.size:  # (when every replica has B < d, the Bartlett matrices are not needed)
+            z *= self._mz[:, None, :]
+            np.sqrt(g, out=g)
+            g *= self._mg[:, None, :]
+            a = b["a"]
+            a3 = a.reshape(r, n_steps, d * d)
+            a3[:, :, self._flat_lower] = z
+            a3[:, :, :: d + 1] = g
+            np.matmul(a, a.transpose(0, 1, 3, 2), out=s)  # NumPy calls BLAS syrk for A Aᵀ
+            if self.factor.ndim == 2:
+                t = _scratch(b, "t", s.shape, self.dtype)
+                np.matmul(self._lf, s, out=t)
+                np.matmul(t, self._lf.T, out=s)
         for bsz in np.unique(self.batch_sizes[self._small]) if self._small.size else ():
             # B < d: the Wishart law is singular; draw the B points (as sample_covariance does)
             idx = self._small[self.batch_sizes[self._small] == bsz]
-            x = np.empty((idx.size, n_steps, d, int(bsz)), dtype=self.dtype)
+            whole = idx.size == r  # every replica has this batch size: work in place, in reused buffers
+            shape = (idx.size, n_steps, d, int(bsz))
+            x = _scratch(b, "x", shape, self.dtype) if whole else np.empty(shape, dtype=self.dtype)
             if streams is None:
                 rng.standard_normal(out=x, dtype=self.dtype)
             else:
                 for jj, j in enumerate(idx):
                     streams[j].standard_normal(out=x[jj], dtype=self.dtype)
-            x = self.factor.astype(self.dtype)[:, None] * x if self.factor.ndim == 1 else self._lf @ x
-            cov = x @ x.swapaxes(-1, -2)
+            if self.factor.ndim == 1:
+                x = self.factor.astype(self.dtype)[:, None] * x
+            elif whole:
+                x = np.matmul(self._lf, x, out=_scratch(b, "y", shape, self.dtype))
+            else:
+                x = self._lf @ x
+            cov = np.matmul(x, x.swapaxes(-1, -2), out=s if whole else None)
             cov *= (self.scale[idx] / bsz).astype(self.dtype)[:, None, None, None]
-            s[idx] = cov
+            if not whole:
+                s[idx] = cov
         return s.transpose(1, 0, 2, 3)
 
 
