@@ -558,7 +558,7 @@ class WishartBlockSampler:
         if streams is None:
             rng.standard_normal(out=zfull, dtype=self.dtype)
             rng.standard_gamma(b["shape"], out=g, dtype=self.dtype)
-        else:
+        elif self._big.size:  # (replicas with B < d draw their points below)
             # per replica: one call for the normals (off-diagonal and Marsaglia–Tsang), one for the
             # uniforms; the gamma variates are then computed for the whole ensemble at once
             u = b["u"]
