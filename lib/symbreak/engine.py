@@ -529,32 +529,18 @@ class WishartBlockSampler:
             gam[j, t, i] = streams[rep].standard_gamma(float(self._shape1[rep, i]))
         out[...] = gam
 
-    def draw(self, rng, n_steps: int) -> np.ndarray:
-        """Draw ``n_steps`` steps for every replica.
-
-        Parameters
-        ----------
-        rng : numpy.random.Generator or sequence of numpy.random.Generator
-            One generator for the whole ensemble, or one per replica (see
-            :func:`replica_streams`); with one per replica, replica ``r``'s draws depend only on
-            its own stream, never on the other replicas.
-        n_steps : int
-            Steps to draw, ``1 ≤ n_steps ≤ max_steps``.
-
-        Returns
-        -------
-        numpy.ndarray, shape (n_steps, R, d, d)
-            ``c_r Σ̂`` for step ``t`` and replica ``r``. A view of an internal buffer, overwritten
-            by the next call.
-        """
-        n_steps = check_int("n_steps", n_steps, minimum=1, maximum=self.max_steps)
-        r, d = self.n_replicas, self.d
+    def _check_streams(self, rng):
         streams = None if isinstance(rng, np.random.Generator) else list(rng)
-        if streams is not None and len(streams) != r:
-            raise ValueError(f"rng must be one generator or one per replica ({r}), got {len(streams)}")
+        if streams is not None and len(streams) != self.n_replicas:
+            raise ValueError(f"rng must be one generator or one per replica ({self.n_replicas}), got {len(streams)}")
+        return streams
+
+    def _variates(self, rng, streams, n_steps):
+        """Draw a block's random variates into the buffers: the normals ``z`` and the Bartlett
+        diagonal's gamma variates ``g`` (the B < d replicas draw their points in :meth:`draw`)."""
+        r, d = self.n_replicas, self.d
         b = self._buffers(n_steps)
         zfull, g = b["z"], b["g"]
-        z = zfull[..., : self._nz]
         if streams is None:
             rng.standard_normal(out=zfull, dtype=self.dtype)
             rng.standard_gamma(b["shape"], out=g, dtype=self.dtype)
@@ -575,6 +561,31 @@ class WishartBlockSampler:
                 gb = np.empty((self._big.size, n_steps, d))
                 self._gamma_mt(zfull[self._big, :, self._nz :], u[self._big], gb, fallback, self._big)
                 g[self._big] = gb
+        return b
+
+    def draw(self, rng, n_steps: int) -> np.ndarray:
+        """Draw ``n_steps`` steps for every replica.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator or sequence of numpy.random.Generator
+            One generator for the whole ensemble, or one per replica (see
+            :func:`replica_streams`); with one per replica, replica ``r``'s draws depend only on
+            its own stream, never on the other replicas.
+        n_steps : int
+            Steps to draw, ``1 ≤ n_steps ≤ max_steps``.
+
+        Returns
+        -------
+        numpy.ndarray, shape (n_steps, R, d, d)
+            ``c_r Σ̂`` for step ``t`` and replica ``r``. A view of an internal buffer, overwritten
+            by the next call.
+        """
+        n_steps = check_int("n_steps", n_steps, minimum=1, maximum=self.max_steps)
+        streams = self._check_streams(rng)
+        b = self._variates(rng, streams, n_steps)
+        r, d, g = self.n_replicas, self.d, b["g"]
+        z = b["z"][..., : self._nz]
         s = b["s"]
         if self._big.size:  # (when every replica has B < d, the Bartlett matrices are not needed)
             z *= self._mz[:, None, :]
@@ -611,6 +622,63 @@ class WishartBlockSampler:
             if not whole:
                 s[idx] = cov
         return s.transpose(1, 0, 2, 3)
+
+    def draw_steps(self, rng, n_steps: int):
+        """The same draws as :meth:`draw`, each step's ``c_r Σ̂`` built only when it is indexed.
+
+        The random variates of the whole block are drawn at once (the same calls, so the same
+        numbers as :meth:`draw`); ``draws[t]`` then builds step ``t``'s Bartlett matrices and
+        their products for every replica into one small reused buffer, which stays in cache for
+        the SGD step that reads it next, instead of the whole block's ``(n_steps, R, d, d)`` array
+        being written and read back from memory. Index the steps in order, each once, and use
+        ``draws[t]`` before indexing the next step (it is overwritten).
+
+        Returns
+        -------
+        sequence of numpy.ndarray, each of shape (R, d, d)
+            ``draws[t]`` equals ``draw(rng, n_steps)[t]`` bit for bit. Where every replica has
+            ``B ≥ d`` and ``Σ`` is diagonal; otherwise the array of :meth:`draw` itself.
+        """
+        if self._small.size or self.factor.ndim != 1:
+            return self.draw(rng, n_steps)
+        n_steps = check_int("n_steps", n_steps, minimum=1, maximum=self.max_steps)
+        b = self._variates(rng, self._check_streams(rng), n_steps)
+        return _StepDraws(self, b, n_steps)
+
+
+class _StepDraws:
+    """Step ``t`` of a block of :class:`WishartBlockSampler` variates, assembled on indexing."""
+
+    def __init__(self, sampler: WishartBlockSampler, bufs: dict, n_steps: int):
+        r, d, dt = sampler.n_replicas, sampler.d, sampler.dtype
+        self.n_steps, self.d = n_steps, d
+        self.z, self.g = bufs["z"][..., : sampler._nz], bufs["g"]
+        self.mz, self.mg, self.lower = sampler._mz, sampler._mg, sampler._flat_lower
+        one = sampler._bufs.get("one")
+        if one is None:
+            one = sampler._bufs["one"] = dict(
+                a=np.zeros((r, d, d), dt),
+                s=np.empty((r, d, d), dt),
+                z=np.empty((r, sampler._nz), dt),
+                g=np.empty((r, d), dt),
+            )
+        self.one = one
+
+    def __len__(self):
+        return self.n_steps
+
+    def __getitem__(self, t):
+        if not isinstance(t, (int, np.integer)) or not 0 <= t < self.n_steps:
+            raise IndexError(f"step index must be an integer in [0, {self.n_steps}), got {t!r}")
+        one, d = self.one, self.d
+        a, s = one["a"], one["s"]
+        a2 = a.reshape(a.shape[0], d * d)
+        # the same element-wise operations and per-matrix syrk as WishartBlockSampler.draw
+        a2[:, self.lower] = np.multiply(self.z[:, t], self.mz, out=one["z"])
+        np.sqrt(self.g[:, t], out=one["g"])
+        np.multiply(one["g"], self.mg, out=a2[:, :: d + 1])
+        np.matmul(a, a.transpose(0, 2, 1), out=s)
+        return s
 
 
 # --------------------------------------------------------------------------------------------
