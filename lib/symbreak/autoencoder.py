@@ -1985,7 +1985,7 @@ class _LinearModel:
         self.stepper = _LinearStepper(V, k)
 
     def draw(self, m):
-        return self.sampler.draw(self.streams, m)
+        return self.sampler.draw_steps(self.streams, m)  # each step's Σ̂ built as it is used
 
     def step(self, sig, t, _step):
         self.stepper.step(sig[t])

@@ -356,6 +356,14 @@ def _check_keep_mask(mask, batch_sizes) -> np.ndarray:
     return mask
 
 
+def _scratch(bufs: dict, name: str, shape, dtype) -> np.ndarray:
+    """A scratch array kept in ``bufs`` under ``name``, reallocated only when its shape changes."""
+    x = bufs.get(name)
+    if x is None or x.shape != tuple(shape) or x.dtype != dtype:
+        x = bufs[name] = np.empty(shape, dtype)
+    return x
+
+
 class WishartBlockSampler:
     """Exact minibatch covariances for an ensemble, drawn many steps at a time into reused buffers.
 
@@ -454,6 +462,7 @@ class WishartBlockSampler:
                 g=np.empty((r, m, d), dt),
                 u=np.empty((r, m, 2 * d)),
                 shape=np.repeat(self._shape1[:, None, :], m, axis=1),
+                mt={k: np.empty((r, m, d)) for k in ("x", "v", "z2", "q")},
             )
         return self._bufs[m]
 
@@ -477,26 +486,82 @@ class WishartBlockSampler:
             )
         return self._aux[key]
 
-    def _gamma_mt(self, zn, u, out, streams, reps):
+    def _gamma_mt(self, zn, u, out, streams, reps, work=None):
         """Gamma variates of the Bartlett diagonal by Marsaglia & Tsang's exact rejection method,
         vectorised over the ensemble: ``zn`` normals and ``u`` uniforms of shape (R, m, d) (and
         (R, m, 2d)); each rare rejected proposal is replaced by an independent exact draw from the
-        same replica's stream (the mixture is exactly Gamma)."""
+        same replica's stream (the mixture is exactly Gamma).
+
+        The proposal ``x = d(1 + cz)³`` is accepted when ``log u < z²/2 + d − dv + d log v``;
+        Marsaglia & Tsang's squeeze ``u < 1 − 0.0331 z⁴`` implies that test and settles about 90%
+        of the proposals without a logarithm, so the logarithms are taken only for the rest (the
+        accepted set, and so the variates, are the same). ``work`` holds float64 scratch arrays
+        of ``zn``'s shape (allocated when absent)."""
         d_, c_ = self._mt_d[reps, None, :], self._mt_c[reps, None, :]
-        boost, inv_a = self._boost[reps], self._inv_a[reps]
-        zn = zn.astype(np.float64)
-        x = 1.0 + c_ * zn
-        v = x * x * x
-        with np.errstate(invalid="ignore", divide="ignore"):
-            ok = (v > 0) & (np.log(u[..., : self.d]) < 0.5 * zn * zn + d_ - d_ * v + d_ * np.log(v))
-        gam = d_ * v
+        sh = zn.shape
+        if work is None or work["x"].shape != sh:
+            work = {k: np.empty(sh) for k in ("x", "v", "z2", "q")}
+        x = np.multiply(zn, c_, out=work["x"])
+        x += 1.0
+        v = np.multiply(x, x, out=work["v"])
+        v *= x
+        z2 = np.multiply(zn, zn, out=work["z2"])
+        q = np.multiply(z2, z2, out=work["q"])
+        q *= -0.0331
+        q += 1.0
+        u1 = u[..., : self.d]
+        ok = u1 < q
+        ok &= x > 0
+        bad = np.nonzero(~ok)
+        if bad[0].size:
+            zb, vb, ub = z2[bad], v[bad], u1[bad]
+            db = np.broadcast_to(d_, sh)[bad]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                okb = (vb > 0) & (np.log(ub) < 0.5 * zb + db - db * vb + db * np.log(vb))
+            bad = tuple(ix[~okb] for ix in bad)
+        gam = v
+        gam *= d_
+        boost = self._boost[reps]
         if boost.any():
-            gam = np.where(boost[:, None, :], gam * u[..., self.d :] ** inv_a[:, None, :], gam)
-        if not ok.all():
-            for j, t, i in zip(*np.nonzero(~ok)):
-                rep = reps[j]
-                gam[j, t, i] = streams[rep].standard_gamma(float(self._shape1[rep, i]))
+            gam = np.where(boost[:, None, :], gam * u[..., self.d :] ** self._inv_a[reps][:, None, :], gam)
+        for j, t, i in zip(*bad):
+            rep = reps[j]
+            gam[j, t, i] = streams[rep].standard_gamma(float(self._shape1[rep, i]))
         out[...] = gam
+
+    def _check_streams(self, rng):
+        streams = None if isinstance(rng, np.random.Generator) else list(rng)
+        if streams is not None and len(streams) != self.n_replicas:
+            raise ValueError(f"rng must be one generator or one per replica ({self.n_replicas}), got {len(streams)}")
+        return streams
+
+    def _variates(self, rng, streams, n_steps):
+        """Draw a block's random variates into the buffers: the normals ``z`` and the Bartlett
+        diagonal's gamma variates ``g`` (the B < d replicas draw their points in :meth:`draw`)."""
+        r, d = self.n_replicas, self.d
+        b = self._buffers(n_steps)
+        zfull, g = b["z"], b["g"]
+        if streams is None:
+            rng.standard_normal(out=zfull, dtype=self.dtype)
+            rng.standard_gamma(b["shape"], out=g, dtype=self.dtype)
+        elif self._big.size:  # (replicas with B < d draw their points below)
+            # per replica: one call for the normals (off-diagonal and Marsaglia–Tsang), one for the
+            # uniforms; the gamma variates are then computed for the whole ensemble at once
+            u = b["u"]
+            # normals, uniforms and the rare fallback gammas come from three streams per replica,
+            # each consumed in step order, so a step's draws never depend on how steps are blocked
+            aux = [self._aux_streams(st) for st in streams]
+            for j in self._big:
+                streams[j].standard_normal(out=zfull[j], dtype=self.dtype)
+                aux[j][0].random(out=u[j])
+            fallback = [a[1] for a in aux]
+            if self._big.size == r:
+                self._gamma_mt(zfull[..., self._nz :], u, g, fallback, self._big, b["mt"])
+            elif self._big.size:
+                gb = np.empty((self._big.size, n_steps, d))
+                self._gamma_mt(zfull[self._big, :, self._nz :], u[self._big], gb, fallback, self._big)
+                g[self._big] = gb
+        return b
 
     def draw(self, rng, n_steps: int) -> np.ndarray:
         """Draw ``n_steps`` steps for every replica.
@@ -517,57 +582,103 @@ class WishartBlockSampler:
             by the next call.
         """
         n_steps = check_int("n_steps", n_steps, minimum=1, maximum=self.max_steps)
-        r, d = self.n_replicas, self.d
-        streams = None if isinstance(rng, np.random.Generator) else list(rng)
-        if streams is not None and len(streams) != r:
-            raise ValueError(f"rng must be one generator or one per replica ({r}), got {len(streams)}")
-        b = self._buffers(n_steps)
-        zfull, g = b["z"], b["g"]
-        z = zfull[..., : self._nz]
-        if streams is None:
-            rng.standard_normal(out=zfull, dtype=self.dtype)
-            rng.standard_gamma(b["shape"], out=g, dtype=self.dtype)
-        else:
-            # per replica: one call for the normals (off-diagonal and Marsaglia–Tsang), one for the
-            # uniforms; the gamma variates are then computed for the whole ensemble at once
-            u = b["u"]
-            # normals, uniforms and the rare fallback gammas come from three streams per replica,
-            # each consumed in step order, so a step's draws never depend on how steps are blocked
-            aux = [self._aux_streams(st) for st in streams]
-            for j in self._big:
-                streams[j].standard_normal(out=zfull[j], dtype=self.dtype)
-                aux[j][0].random(out=u[j])
-            fallback = [a[1] for a in aux]
-            if self._big.size == r:
-                self._gamma_mt(zfull[..., self._nz :], u, g, fallback, self._big)
-            elif self._big.size:
-                gb = np.empty((self._big.size, n_steps, d))
-                self._gamma_mt(zfull[self._big, :, self._nz :], u[self._big], gb, fallback, self._big)
-                g[self._big] = gb
-        z *= self._mz[:, None, :]
-        np.sqrt(g, out=g)
-        g *= self._mg[:, None, :]
-        a3 = b["a"].reshape(r, n_steps, d * d)
-        a3[:, :, self._flat_lower] = z
-        a3[:, :, :: d + 1] = g
-        a, s = b["a"], b["s"]
-        np.matmul(a, a.transpose(0, 1, 3, 2), out=s)  # NumPy calls BLAS syrk for A Aᵀ
-        if self.factor.ndim == 2:
-            s[...] = self._lf @ s @ self._lf.T
+        streams = self._check_streams(rng)
+        b = self._variates(rng, streams, n_steps)
+        r, d, g = self.n_replicas, self.d, b["g"]
+        z = b["z"][..., : self._nz]
+        s = b["s"]
+        if self._big.size:  # (when every replica has B < d, the Bartlett matrices are not needed)
+            z *= self._mz[:, None, :]
+            np.sqrt(g, out=g)
+            g *= self._mg[:, None, :]
+            a = b["a"]
+            a3 = a.reshape(r, n_steps, d * d)
+            a3[:, :, self._flat_lower] = z
+            a3[:, :, :: d + 1] = g
+            np.matmul(a, a.transpose(0, 1, 3, 2), out=s)  # NumPy calls BLAS syrk for A Aᵀ
+            if self.factor.ndim == 2:
+                t = _scratch(b, "t", s.shape, self.dtype)
+                np.matmul(self._lf, s, out=t)
+                np.matmul(t, self._lf.T, out=s)
         for bsz in np.unique(self.batch_sizes[self._small]) if self._small.size else ():
             # B < d: the Wishart law is singular; draw the B points (as sample_covariance does)
             idx = self._small[self.batch_sizes[self._small] == bsz]
-            x = np.empty((idx.size, n_steps, d, int(bsz)), dtype=self.dtype)
+            whole = idx.size == r  # every replica has this batch size: work in place, in reused buffers
+            shape = (idx.size, n_steps, d, int(bsz))
+            x = _scratch(b, "x", shape, self.dtype) if whole else np.empty(shape, dtype=self.dtype)
             if streams is None:
                 rng.standard_normal(out=x, dtype=self.dtype)
             else:
                 for jj, j in enumerate(idx):
                     streams[j].standard_normal(out=x[jj], dtype=self.dtype)
-            x = self.factor.astype(self.dtype)[:, None] * x if self.factor.ndim == 1 else self._lf @ x
-            cov = x @ x.swapaxes(-1, -2)
+            if self.factor.ndim == 1:
+                x = self.factor.astype(self.dtype)[:, None] * x
+            elif whole:
+                x = np.matmul(self._lf, x, out=_scratch(b, "y", shape, self.dtype))
+            else:
+                x = self._lf @ x
+            cov = np.matmul(x, x.swapaxes(-1, -2), out=s if whole else None)
             cov *= (self.scale[idx] / bsz).astype(self.dtype)[:, None, None, None]
-            s[idx] = cov
+            if not whole:
+                s[idx] = cov
         return s.transpose(1, 0, 2, 3)
+
+    def draw_steps(self, rng, n_steps: int):
+        """The same draws as :meth:`draw`, each step's ``c_r Σ̂`` built only when it is indexed.
+
+        The random variates of the whole block are drawn at once (the same calls, so the same
+        numbers as :meth:`draw`); ``draws[t]`` then builds step ``t``'s Bartlett matrices and
+        their products for every replica into one small reused buffer, which stays in cache for
+        the SGD step that reads it next, instead of the whole block's ``(n_steps, R, d, d)`` array
+        being written and read back from memory. Index the steps in order, each once, and use
+        ``draws[t]`` before indexing the next step (it is overwritten).
+
+        Returns
+        -------
+        sequence of numpy.ndarray, each of shape (R, d, d)
+            ``draws[t]`` equals ``draw(rng, n_steps)[t]`` bit for bit. Where every replica has
+            ``B ≥ d`` and ``Σ`` is diagonal; otherwise the array of :meth:`draw` itself.
+        """
+        if self._small.size or self.factor.ndim != 1:
+            return self.draw(rng, n_steps)
+        n_steps = check_int("n_steps", n_steps, minimum=1, maximum=self.max_steps)
+        b = self._variates(rng, self._check_streams(rng), n_steps)
+        return _StepDraws(self, b, n_steps)
+
+
+class _StepDraws:
+    """Step ``t`` of a block of :class:`WishartBlockSampler` variates, assembled on indexing."""
+
+    def __init__(self, sampler: WishartBlockSampler, bufs: dict, n_steps: int):
+        r, d, dt = sampler.n_replicas, sampler.d, sampler.dtype
+        self.n_steps, self.d = n_steps, d
+        self.z, self.g = bufs["z"][..., : sampler._nz], bufs["g"]
+        self.mz, self.mg, self.lower = sampler._mz, sampler._mg, sampler._flat_lower
+        one = sampler._bufs.get("one")
+        if one is None:
+            one = sampler._bufs["one"] = dict(
+                a=np.zeros((r, d, d), dt),
+                s=np.empty((r, d, d), dt),
+                z=np.empty((r, sampler._nz), dt),
+                g=np.empty((r, d), dt),
+            )
+        self.one = one
+
+    def __len__(self):
+        return self.n_steps
+
+    def __getitem__(self, t):
+        if not isinstance(t, (int, np.integer)) or not 0 <= t < self.n_steps:
+            raise IndexError(f"step index must be an integer in [0, {self.n_steps}), got {t!r}")
+        one, d = self.one, self.d
+        a, s = one["a"], one["s"]
+        a2 = a.reshape(a.shape[0], d * d)
+        # the same element-wise operations and per-matrix syrk as WishartBlockSampler.draw
+        a2[:, self.lower] = np.multiply(self.z[:, t], self.mz, out=one["z"])
+        np.sqrt(self.g[:, t], out=one["g"])
+        np.multiply(one["g"], self.mg, out=a2[:, :: d + 1])
+        np.matmul(a, a.transpose(0, 2, 1), out=s)
+        return s
 
 
 # --------------------------------------------------------------------------------------------
