@@ -484,6 +484,11 @@ ORACLES = [
     ),
     ("ae.scale_flow(S0*1e300)", lambda: ae.scale_flow(np.eye(2) * 1e300, np.eye(2), [0.0, 1.0]), "finite"),
     (
+        "ae.scale_flow(C = 1e155 everywhere)",  # rank one, eigenvalue 2e155 along (1, 1): s = W-law at c = 2e155
+        lambda: float(np.linalg.eigvalsh(ae.scale_flow(np.eye(2), np.full((2, 2), 1e155), [0.0, 1.0])[-1]).max()),
+        ae.lambert_scale(1.0, 2e155, 1.0),
+    ),
+    (
         "ae.charge_increments_along_sgd(eta=0.6)",
         lambda: ae.charge_increments_along_sgd(LAM, 2, 0.6, 8, 50),
         "clean-named",

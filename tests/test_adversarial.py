@@ -417,6 +417,76 @@ def test_schatten_sigma_star_balances_at_every_beta(beta, p, N, d):
     assert abs(p * math.log(s) - rhs) <= 1e-12 * max(1.0, abs(rhs))
 
 
+SCALES = (1e-150, 1.0, 1e150)
+
+
+def test_scale_flow_matches_the_closed_form_at_every_scale():
+    """Commuting S(0), C: every mode follows the Lambert-W law (Eq. 6 / C.52) for S(0), C and τ each
+    scaled by 1e-150, 1 or 1e150 (27 combinations): scale_flow's closed form exactly, and its
+    integration (used for non-commuting input) to 1e-9, also in a rotated basis; no warning (pytest
+    turns warnings into errors), and the flow stays diagonal to round-off."""
+    s0, c = np.array([2.0, 1.0, 0.5]), np.array([1.0, 0.3, 0.1])
+    taus = np.array([0.0, 0.3, 1.0])
+    rot = np.linalg.qr(rng.make_rng(5).standard_normal((3, 3)))[0]
+    for fs in SCALES:
+        for fc in SCALES:
+            for ft in SCALES:
+                ref = ae.lambert_scale(fs * s0, fc * c, ft * taus[:, None])
+                assert np.array_equal(ae.scale_flow(np.diag(fs * s0), np.diag(fc * c), ft * taus)[:, [0, 1, 2], [0, 1, 2]], ref)
+                # the integration itself (scale_flow takes the closed form for commuting S0, C)
+                mant, ex = math.frexp(fc)
+                S = ae._scale_flow_ode(np.diag(fs * s0), np.diag(mant * c), ex, ft * taus, 1e-10, 1e-12)
+                np.testing.assert_allclose(np.diagonal(S, axis1=1, axis2=2), ref, rtol=1e-9, atol=0)
+                off = S - np.einsum("ti,ij->tij", np.diagonal(S, axis1=1, axis2=2), np.eye(3))
+                assert np.abs(off).max() <= 1e-12 * np.abs(S).max()
+                # the same flow in a rotated basis: normwise (a float64 matrix cannot hold eigenvalues
+                # 1e75 and 1e-150 apart in a rotated basis, so the comparison is on the scale of ‖S‖)
+                Sr = ae._scale_flow_ode(
+                    rot @ np.diag(fs * s0) @ rot.T, rot @ np.diag(mant * c) @ rot.T, ex, ft * taus, 1e-10, 1e-12
+                )
+                ref_r = np.einsum("ij,tj,kj->tik", rot, ref, rot)
+                err = np.abs(Sr - ref_r).max(axis=(1, 2)) / np.abs(ref_r).max(axis=(1, 2))
+                assert np.all(err < 1e-9), (fs, fc, ft, err)
+
+
+@pytest.mark.parametrize("fs, fc, ft", [(1e-300, 1e300, 1e300), (1e300, 1e300, 1e300), (1.0, 1e300, 1e-300), (1e-300, 1e-300, 1.0)])
+def test_scale_flow_at_the_ends_of_the_float64_range(fs, fc, ft):
+    """Cτ up to 1e600 (beyond float64 itself) and S(0) down to 1e-300: still the closed form."""
+    s0, c = np.array([2.0, 0.5]), np.array([1.0, 0.3])
+    mant, ex = math.frexp(fc)
+    S = ae._scale_flow_ode(np.diag(fs * s0), np.diag(mant * c), ex, np.array([0.0, ft]), 1e-10, 1e-12)
+    np.testing.assert_allclose(np.diag(S[-1]), ae.lambert_scale(fs * s0, fc * c, ft), rtol=1e-9, atol=0)
+
+
+def test_scale_flow_non_commuting_asymptotes_and_scale_laws():
+    """Non-commuting S(0), C (eigenvectors rotate) at extreme scales, against what the flow must obey.
+
+    * late times, Cτ ≫ S(0)²: ``S → (2τC)^{1/2}`` (C.53 for a matrix: ``Ṡ = S^{-1/2}CS^{-1/2}``
+      is solved by ``S² = 2τC``);
+    * only Cτ enters: ``C → aC``, ``τ → τ/a`` leaves ``S`` unchanged (a = 1e±150);
+    * S ≫ 1: ``S⁻¹`` drops out and the flow is invariant under ``S → bS``, ``τ → b²τ``;
+      S ≪ 1: ``Ṡ ≈ S^{1/2}CS^{1/2}`` is linear, invariant under ``S → bS`` at fixed ``τ``.
+    """
+    rot = np.linalg.qr(rng.make_rng(6).standard_normal((3, 3)))[0]
+    S0 = np.diag([2.0, 1.0, 0.5])
+    C = rot @ np.diag([1.0, 0.4, 0.2]) @ rot.T
+    taus = np.array([0.0, 0.5, 1.0])
+    e, v = np.linalg.eigh(C)
+    for fc in (1e150, 1e300):
+        late = ae.scale_flow(S0, fc * C, taus)[-1]
+        ref = (v * np.sqrt(2.0 * fc * e)) @ v.T
+        assert np.abs(late - ref).max() <= 1e-9 * np.abs(ref).max()
+    base = ae.scale_flow(S0, C, taus)
+    assert np.abs(base[-1] - np.diag(np.diag(base[-1]))).max() > 0.05  # the eigenvectors do rotate
+    for a in (1e-150, 1e150):
+        np.testing.assert_allclose(ae.scale_flow(S0, a * C, taus / a), base, rtol=1e-9, atol=1e-12)
+    big = [ae.scale_flow(b * S0, C, b * b * taus) / b for b in (1e100, 1e150)]
+    np.testing.assert_allclose(big[1], big[0], rtol=1e-9, atol=1e-9)
+    small = [ae.scale_flow(b * S0, C, taus) / b for b in (1e-100, 1e-150)]
+    np.testing.assert_allclose(small[1], small[0], rtol=1e-9, atol=1e-9)
+    assert np.abs(small[0][-1] - np.diag(np.diag(small[0][-1]))).max() > 0.05
+
+
 def test_sqrtm_psd_rejects_indefinite_and_keeps_scale():
     with pytest.raises(ValueError, match="positive semi-definite"):
         pl.sqrtm_psd(np.diag([1.0, -1.0]))
