@@ -553,7 +553,7 @@ def test_depth_beyond_exact_floats_is_rejected(N):
 
 def test_ode_horizons_are_bounded():
     with _time_limit(60):
-        # (gradient_flow to T = 1e6, which ran for minutes, is among the targeted cases in a subprocess)
+        # (gradient_flow to T = 1e6: test_gradient_flow_refuses_a_long_horizon_at_once)
         with pytest.raises(ValueError, match="stiff test.*more than 2000 evaluations"):
             validation.solve_ivp_bounded(
                 lambda t, y: -1e6 * y,
@@ -581,6 +581,47 @@ def test_ode_horizons_are_bounded():
                 assert np.all(np.isfinite(out))
         S = ae.scale_flow(np.eye(2) * 1e300, np.eye(2), [0.0, 1.0])
         assert np.allclose(S[-1], 1e300 * np.eye(2), rtol=1e-12)
+
+
+def test_gradient_flow_refuses_a_long_horizon_at_once():
+    """T = 1e6 used to integrate for ~3 s before the work bound stopped it; the horizon is now checked
+    against a bound on the work (2 λ_1 T evaluations) before any integration. The time budget is
+    generous (0.5 s of CPU time for what takes milliseconds), so that load cannot make it flaky."""
+    import time
+
+    W0, U0, lam = 0.3 * np.ones((4, 2)), 0.2 * np.ones((2, 4)), ae.geometric_spectrum(4)
+    t_max = ae.gradient_flow_horizon(lam)
+    assert t_max == pytest.approx(validation.MAX_ODE_EVALUATIONS / (2.0 * lam[0]), rel=1e-15)
+    for horizon in (1e6, 1e300, 1.001 * t_max):
+        t0 = time.process_time()
+        with pytest.raises(ValueError, match=r"times must end at t <= 4166\.67"):
+            ae.gradient_flow(W0, U0, lam, [0.0, horizon])
+        assert time.process_time() - t0 < 0.5
+
+
+def test_gradient_flow_work_estimate_is_a_lower_bound(monkeypatch):
+    """A refused horizon would really exceed the work bound: the evaluations DOP853 spends grow at
+    least as 2 λ_1 per unit time once the flow has relaxed (measured between t = 100 and t = 300)."""
+    W0, U0, lam = 0.3 * np.ones((4, 2)), 0.2 * np.ones((2, 4)), ae.geometric_spectrum(4)
+    nfev = []
+    inner = validation.solve_ivp_bounded
+
+    def counting(fun, *args, **kwargs):
+        n = [0]
+
+        def counted(t, y):
+            n[0] += 1
+            return fun(t, y)
+
+        out = inner(counted, *args, **kwargs)
+        nfev.append(n[0])
+        return out
+
+    monkeypatch.setattr(ae, "solve_ivp_bounded", counting)
+    for horizon in (100.0, 300.0):
+        W, U = ae.gradient_flow(W0, U0, lam, [0.0, horizon])
+        assert np.all(np.isfinite(W)) and np.all(np.isfinite(U))
+    assert (nfev[1] - nfev[0]) / 200.0 >= 2.0 * lam[0]
 
 
 def test_misleading_messages_are_fixed():

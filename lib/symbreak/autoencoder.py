@@ -110,6 +110,7 @@ __all__ = [
     "charge_increments_along_sgd",
     "saturation_scale",
     "gradient_flow",
+    "gradient_flow_horizon",
     "population_loss",
     "sample_gradients",
     "neuron_balance_autograd",
@@ -1468,8 +1469,25 @@ def saturation_scale(result: "SGDResult", tau_from: float, tau_to: float | None 
     return finite_result("saturation_scale", result.scales[:, sel, mode].mean(axis=1))
 
 
+def gradient_flow_horizon(lambdas) -> float:
+    """The longest horizon :func:`gradient_flow` accepts: ``MAX_ODE_EVALUATIONS / (2 λ_1)``.
+
+    Near a critical point the explicit DOP853 is held by stability to steps ``h ≲ 6/ρ``, ``ρ`` the
+    largest Hessian eigenvalue, and spends 12 evaluations a step, so ``t`` costs about ``2ρt``
+    evaluations. ``ρ ≥ λ_1`` at the critical points the flow approaches: ``λ_1`` at ``W = U = 0``,
+    ``≥ 2λ_1`` on the PCA manifold (:func:`hessian_lambda_max`; ``24`` for ``λ_1 = 12``, ``s = 1``). A horizon past this bound would exhaust
+    the work bound of :func:`symbreak.validation.solve_ivp_bounded` after seconds of work; it is
+    refused at once instead.
+    """
+    lam = _spectrum(lambdas)
+    return MAX_ODE_EVALUATIONS / (2.0 * float(lam[0]))
+
+
 def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 1e-12):
     """Integrate population gradient flow (A.6) ``Ẇ = −(WU − I)ΣUᵀ``, ``U̇ = −Wᵀ(WU − I)Σ``.
+
+    Horizons up to :func:`gradient_flow_horizon` (``~4000`` for ``λ_1 = 12``); a longer one raises
+    ``ValueError`` at once, before any integration.
 
     Returns
     -------
@@ -1486,6 +1504,14 @@ def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 
     times = check_array("times", times, ndim=1)
     if times.size == 0 or np.any(times < 0) or np.any(np.diff(times) < 0):
         raise ValueError("times must be a non-empty, non-decreasing array >= 0")
+    t_max = gradient_flow_horizon(lam)
+    if times[-1] > t_max:
+        raise ValueError(
+            f"times must end at t <= {t_max:.6g} for lambda_1 = {lam[0]:.6g}, got {times[-1]:.6g}: near the "
+            f"critical points the flow approaches, DOP853 needs about 2 lambda_1 t = {2.0 * lam[0] * times[-1]:.3g} "
+            f"evaluations of the vector field, more than the work bound {MAX_ODE_EVALUATIONS} (the flow relaxes "
+            "on times of order 1/lambda, far shorter)"
+        )
     eye = np.eye(d)
 
     def rhs(_t, y):
