@@ -137,7 +137,7 @@ def test_bad_and_extreme_inputs(name):
                 res = _outcome(fn, a, kw)
                 bad = (
                     res[0] == "bad"
-                    or (res[0] == "ok" and not res[1] and name not in NONFINITE_DOCUMENTED)
+                    or (res[0] == "ok" and not res[1] and (name, key) not in NONFINITE_DOCUMENTED)
                     or (res[0] == "ok" and kind == INVALID and (name, key) not in ACCEPTS_ANY)
                 )
                 if bad and kind != INVALID and (name, key) in OWNED_ELSEWHERE:
@@ -622,6 +622,31 @@ def test_gradient_flow_work_estimate_is_a_lower_bound(monkeypatch):
         W, U = ae.gradient_flow(W0, U0, lam, [0.0, horizon])
         assert np.all(np.isfinite(W)) and np.all(np.isfinite(U))
     assert (nfev[1] - nfev[0]) / 200.0 >= 2.0 * lam[0]
+
+
+def test_divergence_error_records_documented_fields():
+    err = engine.DivergenceError(3, 1, {"eta": 0.5}, float("inf"), 1e6)
+    assert (err.step, err.replica, err.value, err.limit) == (3, 1, float("inf"), 1e6)
+    assert "step 3" in str(err) and "replica 1" in str(err)
+    for bad in (float("nan"), 2.5, -1, "3", True):
+        with pytest.raises((TypeError, ValueError), match="step"):
+            engine.DivergenceError(bad, 0, {}, 1.0, 1.0)
+
+
+def test_simulate_sgd_variants_divergence_is_a_divergence_error():
+    """It used to raise TypeError (DivergenceError built from one message string)."""
+    lam = ae.geometric_spectrum(4)
+    with pytest.raises(engine.DivergenceError, match=r"eta=0\.5.*momentum=0\.9") as info:
+        ae.simulate_sgd_variants(lam, 2, 0.5, 8, 400, momentum=0.9, seeds=1, n_records=400, seed=0)
+    assert info.value.params["eta"] == 0.5 and info.value.step >= 1
+
+
+def test_naive_entropy_is_nan_only_at_ties():
+    assert math.isnan(dln.naive_entropy([1.0, 1.0], 3))  # the documented 0/0
+    for scale in (1e155, 1e-155, 1e300, 1e-300):
+        with pytest.raises(ValueError, match="sigma"):
+            dln.naive_entropy(scale * np.array([2.0, 1.0]), 3)
+    assert dln.naive_entropy(1e150 * np.array([2.0, 1.0]), 3) == pytest.approx(dln.entropy(1e150 * np.array([2.0, 1.0]), 3), rel=1e-12)
 
 
 def test_misleading_messages_are_fixed():

@@ -850,8 +850,15 @@ def simulate_sgd_variants(
         U = U - eta * vU
         if t in rec:
             if not (np.all(np.isfinite(W)) and np.abs(W).max() < DIVERGENCE_LIMIT):
+                with np.errstate(invalid="ignore"):
+                    mag = np.abs(W).reshape(n, -1).max(axis=1)
+                bad = int(np.argmax(~(np.isfinite(mag) & (mag < DIVERGENCE_LIMIT))))
                 raise DivergenceError(
-                    f"SGD with momentum={momentum}, weight_decay={weight_decay} diverged at eta={eta}, B={b}, step {t}"
+                    t,
+                    bad,
+                    {"eta": eta, "batch_size": b, "momentum": momentum, "weight_decay": weight_decay},
+                    float(mag[bad]),
+                    DIVERGENCE_LIMIT,
                 )
             record()
     return SGDResult(
