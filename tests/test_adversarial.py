@@ -33,6 +33,7 @@ from adversarial_cases import (  # noqa: E402
     ACCEPTS_ANY,
     BASE,
     INVALID,
+    KNOWN_FAILURES,
     NONFINITE_DOCUMENTED,
     ORACLES,
     OWNED_ELSEWHERE,
@@ -58,6 +59,36 @@ NO_CALL = {
 }
 
 
+# public names that have no adversarial case yet (issue 12 follow-up: long-running drivers, callables as
+# arguments, classes built by others); listed so that the coverage test fails on any new public name
+NO_CASE_YET = {
+    "engine.Configuration": "a record type built by the trainers",
+    "engine.EnsembleResult": "a record type returned by run_ensemble",
+    "engine.TorchWishartBlockSampler": "the class (its draw/keep methods have cases)",
+    "validation.ValidationTypeError": "an exception type",
+    "ae.explorer_run": "interactive explorer driver (seconds per call)",
+    "dln.certify_concavity": "interval-arithmetic certificate (seconds per call)",
+    "dln.explorer_view": "interactive explorer driver",
+    "dln.matrix_flow": "takes a gradient callable",
+    "dln.matrix_flow_jacobian": "takes a gradient callable",
+    "dln.matrix_velocity": "takes a gradient callable",
+    "dln.orbit_gram_logdet": "no case yet",
+    "engine.check_interrupt": "no arguments",
+    "engine.run_ensemble": "takes a model factory",
+    "pl.explore_alignment": "interactive explorer driver",
+    "pl.hessian_trace_at_minimum": "no case yet",
+    "pl.loss_hessian": "no case yet",
+    "pl.mutual_knn": "no case yet",
+    "pl.sharpness_and_trace": "no case yet",
+    "pl.train_sgd_samples": "no case yet",
+    "validation.solve_ivp_bounded": "takes a vector-field callable (its bounds are tested in test_ode_horizons_are_bounded)",
+    "pl.EDLN.check_task": "no case yet",
+    "pl.EDLN.hidden_labels": "no case yet",
+    "pl.Task.data_factor": "no case yet",
+    "pl.Task.platonic_kernel": "no case yet",
+}
+
+
 def _public_names():
     names = []
     for short, mod in MODULES.items():
@@ -74,11 +105,18 @@ def _public_names():
 
 
 def _covered(name):
-    if name in BASE or name in NO_CALL:
+    """A module-level function or class needs a case of its own (this used to accept any name of a
+    module with one case, so that 60 public names went unsurveyed); a method needs one too; a
+    property of a class with a case is exercised through its baseline objects."""
+    if name in BASE or name in NO_CALL or name in NO_CASE_YET:
         return True
-    # properties of record/data classes are exercised through their baseline objects
-    cls = name.rsplit(".", 1)[0]
-    return any(k.startswith(cls + ".") for k in BASE) or cls in BASE
+    parts = name.split(".")
+    if len(parts) != 3:
+        return False
+    mod, cls, member = parts
+    if not isinstance(vars(getattr(MODULES[mod], cls))[member], property):
+        return False
+    return f"{mod}.{cls}" in BASE or any(k.startswith(f"{mod}.{cls}.") for k in BASE)
 
 
 def test_every_public_function_has_an_adversarial_case():
@@ -117,7 +155,13 @@ def _outcome(fn, args, kwargs):
     return ("ok", all_finite(out))
 
 
-@pytest.mark.parametrize("name", sorted(BASE))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[n])) if n in KNOWN_FAILURES else n
+        for n in sorted(BASE)
+    ],
+)
 def test_bad_and_extreme_inputs(name):
     """Every argument of every public function: invalid values raise ValueError/TypeError, extreme
     values give finite results or ValueError/TypeError; never another exception, a hang or NaN."""

@@ -719,8 +719,8 @@ def gl_flow(lambdas, k: int, A0, taus, *, rtol: float = 1e-8, atol: float = 1e-1
 
 def polar_rotation(A) -> np.ndarray:
     """Orthogonal factor ``O`` of the polar decomposition ``A = O (AᵀA)^{1/2}`` (batched over leading axes)."""
-    A = np.asarray(A, dtype=float)
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or not np.all(np.isfinite(A)):
+    A = check_array("A", A)  # TypeError for complex, bool, strings (asarray(dtype=float) cast them)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise ValueError(f"A must be a finite square matrix (or a stack of them), got shape {A.shape}")
     u, _, vt = np.linalg.svd(A)
     return u @ vt
