@@ -155,10 +155,18 @@ def _outcome(fn, args, kwargs):
     return ("ok", all_finite(out))
 
 
+# known failures that hang until the 60 s limit: not run in make test (3 minutes), listed and reported
+_HANGS = {"ae.gl_flow", "pl.gradient_flow", "ae.simulate_sgd_variants"}
+
+
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[n])) if n in KNOWN_FAILURES else n
+        pytest.param(
+            n, marks=pytest.mark.xfail(strict=True, run=n not in _HANGS, reason=KNOWN_FAILURES[n])
+        )
+        if n in KNOWN_FAILURES
+        else n
         for n in sorted(BASE)
     ],
 )
