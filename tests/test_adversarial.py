@@ -162,9 +162,7 @@ _HANGS = {"ae.gl_flow", "pl.gradient_flow", "ae.simulate_sgd_variants"}
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(
-            n, marks=pytest.mark.xfail(strict=True, run=n not in _HANGS, reason=KNOWN_FAILURES[n])
-        )
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, run=n not in _HANGS, reason=KNOWN_FAILURES[n]))
         if n in KNOWN_FAILURES
         else n
         for n in sorted(BASE)
@@ -484,7 +482,9 @@ def test_scale_flow_matches_the_closed_form_at_every_scale():
         for fc in SCALES:
             for ft in SCALES:
                 ref = ae.lambert_scale(fs * s0, fc * c, ft * taus[:, None])
-                assert np.array_equal(ae.scale_flow(np.diag(fs * s0), np.diag(fc * c), ft * taus)[:, [0, 1, 2], [0, 1, 2]], ref)
+                assert np.array_equal(
+                    ae.scale_flow(np.diag(fs * s0), np.diag(fc * c), ft * taus)[:, [0, 1, 2], [0, 1, 2]], ref
+                )
                 # the integration itself (scale_flow takes the closed form for commuting S0, C)
                 mant, ex = math.frexp(fc)
                 S = ae._scale_flow_ode(np.diag(fs * s0), np.diag(mant * c), ex, ft * taus, 1e-10, 1e-12)
@@ -501,7 +501,9 @@ def test_scale_flow_matches_the_closed_form_at_every_scale():
                 assert np.all(err < 1e-9), (fs, fc, ft, err)
 
 
-@pytest.mark.parametrize("fs, fc, ft", [(1e-300, 1e300, 1e300), (1e300, 1e300, 1e300), (1.0, 1e300, 1e-300), (1e-300, 1e-300, 1.0)])
+@pytest.mark.parametrize(
+    "fs, fc, ft", [(1e-300, 1e300, 1e300), (1e300, 1e300, 1e300), (1.0, 1e300, 1e-300), (1e-300, 1e-300, 1.0)]
+)
 def test_scale_flow_at_the_ends_of_the_float64_range(fs, fc, ft):
     """Cτ up to 1e600 (beyond float64 itself) and S(0) down to 1e-300: still the closed form."""
     s0, c = np.array([2.0, 0.5]), np.array([1.0, 0.3])
@@ -698,7 +700,9 @@ def test_naive_entropy_is_nan_only_at_ties():
     for scale in (1e155, 1e-155, 1e300, 1e-300):
         with pytest.raises(ValueError, match="sigma"):
             dln.naive_entropy(scale * np.array([2.0, 1.0]), 3)
-    assert dln.naive_entropy(1e150 * np.array([2.0, 1.0]), 3) == pytest.approx(dln.entropy(1e150 * np.array([2.0, 1.0]), 3), rel=1e-12)
+    assert dln.naive_entropy(1e150 * np.array([2.0, 1.0]), 3) == pytest.approx(
+        dln.entropy(1e150 * np.array([2.0, 1.0]), 3), rel=1e-12
+    )
 
 
 def test_misleading_messages_are_fixed():
