@@ -473,7 +473,7 @@ SCALES = (1e-150, 1.0, 1e150)
 def test_scale_flow_matches_the_closed_form_at_every_scale():
     """Commuting S(0), C: every mode follows the Lambert-W law (Eq. 6 / C.52) for S(0), C and τ each
     scaled by 1e-150, 1 or 1e150 (27 combinations): scale_flow's closed form exactly, and its
-    integration (used for non-commuting input) to 1e-9, also in a rotated basis; no warning (pytest
+    integration (used for non-commuting input) to 1e-9, also in a rotated basis (9 of them); no warning (pytest
     turns warnings into errors), and the flow stays diagonal to round-off."""
     s0, c = np.array([2.0, 1.0, 0.5]), np.array([1.0, 0.3, 0.1])
     taus = np.array([0.0, 0.3, 1.0])
@@ -491,6 +491,8 @@ def test_scale_flow_matches_the_closed_form_at_every_scale():
                 np.testing.assert_allclose(np.diagonal(S, axis1=1, axis2=2), ref, rtol=1e-9, atol=0)
                 off = S - np.einsum("ti,ij->tij", np.diagonal(S, axis1=1, axis2=2), np.eye(3))
                 assert np.abs(off).max() <= 1e-12 * np.abs(S).max()
+                if fc != ft:  # the rotated basis on the 9 combinations with fc = ft (test time)
+                    continue
                 # the same flow in a rotated basis: normwise (a float64 matrix cannot hold eigenvalues
                 # 1e75 and 1e-150 apart in a rotated basis, so the comparison is on the scale of ‖S‖)
                 Sr = ae._scale_flow_ode(
