@@ -55,6 +55,10 @@ ACCEPTS_ANY = {
     ("validation.check_square", 0),
     ("validation.check_symmetric_positive_definite", 0),
     ("validation.check_invertible", 0),  # names: any label
+    ("validation.check_real", 0),
+    ("validation.check_tolerance", 0),
+    ("validation.finite_result", 0),
+    ("validation.finite_result", 1),  # returns its argument when every number in it is finite: any type
     ("validation.check_choice", 1),
     ("validation.check_choice", 2),  # raises ValueError or returns a member
     ("engine.DivergenceError", 2),
@@ -76,11 +80,29 @@ ACCEPTS_ANY = {
     ("engine.TorchWishartBlockSampler.keep", 0),
 }
 
-# functions whose documented output is NaN/inf for some valid input (not a silent failure)
+# (function, argument) pairs whose non-finite output is documented in the function's docstring as by
+# design (the survey's "non-finite by design, documented" category; anything else non-finite is silent)
 NONFINITE_DOCUMENTED = {
-    "dln.naive_entropy": "demonstrates the cancellation of the literal quotient: NaN at ties, by design",
-    "pl.alignment_blocks": "a block with fewer than two layers has no pair: NaN, documented",
-    "engine.DivergenceError": "records the non-finite magnitude that triggered it",
+    ("engine.DivergenceError", 3): "value: 'inf or NaN when the weights overflowed (the usual case), by design'",
+    ("engine.DivergenceError", 4): "limit: 'the bound that value exceeded (inf when only non-finite magnitudes count)'",
+    ("dln.naive_entropy", 0): "'at an exact tie the quotient is 0/0 and the result is NaN, by design'",
+}
+
+# public functions whose adversarial case fails today (found when the coverage test stopped counting
+# every module-level function as covered); test_bad_and_extreme_inputs marks them xfail(strict=True)
+# so that the failure stays visible and a fix is noticed. To be fixed (issue 12 follow-up).
+KNOWN_FAILURES = {
+    "ae.charge_noise_std": "eta = 1e300: OverflowError from math; taus of one entry: IndexError",
+    "ae.gl_flow": "taus = [0, 1e300]-like horizons run past 60 s (scipy solve_ivp without a work bound); "
+    "a list A0 of matrices: AttributeError",
+    "ae.simulate_sgd_variants": "batch_size, steps or n_records = 10**12: MemoryError or a 60 s hang (no bound "
+    "like simulate_sgd's MAX_DRAWS/MAX_STEPS)",
+    "dln.pair_gram_determinant": "lam_i = 1e300: returns non-finite",
+    "dln.tridiagonal_toeplitz_det": "no validation: NaN/inf/True accepted, non-finite results",
+    "pl.gradient_flow": "t_end = 1e300: runs past 60 s (LSODA without a work bound)",
+    "pl.gram_alignment": "zero representations: NaN (0/0) instead of an error",
+    "pl.linear_cka": "zero representations: NaN (0/0) instead of an error",
+    "pl.representations": "net not an EDLN: AttributeError instead of TypeError; weights ×1e300: overflow",
 }
 
 # extreme-value failures in functions that another engineer is rewriting in parallel (reported, not hidden)
@@ -319,6 +341,7 @@ BASE = {
     "ae.charge_increments_along_sgd": (ae.charge_increments_along_sgd, [LAM, 2, 0.01, 8, 5], {}),
     "ae.saturation_scale": (ae.saturation_scale, [SGDRES, 1e-9], {}),
     "ae.gradient_flow": (ae.gradient_flow, [PW, PU, LAM, np.array([0.0, 1.0])], {}),
+    "ae.gradient_flow_horizon": (ae.gradient_flow_horizon, [LAM], {}),
     "ae.population_loss": (ae.population_loss, [PW, PU, LAM], {}),
     "ae.sample_gradients": (ae.sample_gradients, [PW, PU, np.ones((4, 3))], {}),
     "ae.neuron_balance_autograd": (ae.neuron_balance_autograd, [PW, PU, np.ones(4)], {}),
@@ -425,6 +448,25 @@ BASE = {
         {"N": 3, "beta": 1.0, "p": 2.0},
     ),
     "dln.quarter_circle_density": (dln.quarter_circle_density, [np.array([0.1, 0.5]), 1.0], {}),
+    # public functions the coverage test used to count as covered without a case of their own
+    "validation.check_real": (validation.check_real, ["x", 1.0], {}),
+    "validation.check_tolerance": (validation.check_tolerance, ["x", 1e-6], {}),
+    "validation.finite_result": (validation.finite_result, ["x", np.ones(2)], {}),
+    "engine.replica_streams": (lambda s, r: engine.replica_streams(s, r)[0].random(), [0, [0, 1]], {}),
+    "ae.gl_flow_drift": (ae.gl_flow_drift, [LAM, 2, SPD], {}),
+    "ae.gl_flow": (ae.gl_flow, [LAM, 2, SPD, np.array([0.0, 0.1])], {}),
+    "ae.polar_rotation": (ae.polar_rotation, [SPD], {}),
+    "ae.charge_noise_std": (ae.charge_noise_std, [LAM, 2, 0.01, 8, np.array([0.0, 0.5])], {}),
+    "ae.simulate_sgd_variants": (ae.simulate_sgd_variants, [LAM, 2, 0.01, 8, 20], {"n_records": 2, "seed": 0}),
+    "pl.linear_cka": (pl.linear_cka, [XS, XS[:, ::-1] + 0.5 * XS], {}),
+    "pl.gram_alignment": (pl.gram_alignment, [XS, XS[:, ::-1] + 0.5 * XS], {}),
+    "pl.gradient_flow": (lambda t: pl.gradient_flow(NET_A, TASK, WA, t_end=t, n_records=2), [0.05], {}),
+    "pl.representations": (pl.representations, [NET_A, WA, XS], {}),
+    "dln.pair_gram_determinant": (dln.pair_gram_determinant, [2.0, 1.0, 3], {}),
+    "dln.tridiagonal_toeplitz_det": (dln.tridiagonal_toeplitz_det, [2.0, 1.0, 5], {}),
+    "dln.concavity_discriminant": (dln.concavity_discriminant, [0.5, 3], {}),
+    "dln.concavity_tail_start": (dln.concavity_tail_start, [3], {}),
+    "dln.entropy_gradient_matrix": (dln.entropy_gradient_matrix, [np.diag([2.0, 1.0]), 3], {}),
 }
 
 # targeted cases of issue 12 with their correct answers (None: must raise ValueError/TypeError)
@@ -489,9 +531,14 @@ ORACLES = [
     (
         "ae.gradient_flow(T=1e6)",
         lambda: ae.gradient_flow(0.3 * np.ones((4, 2)), 0.2 * np.ones((2, 4)), LAM, [0.0, 1e6]),
-        "finite",
+        None,  # past gradient_flow_horizon: refused at once
     ),
     ("ae.scale_flow(S0*1e300)", lambda: ae.scale_flow(np.eye(2) * 1e300, np.eye(2), [0.0, 1.0]), "finite"),
+    (
+        "ae.scale_flow(C = 1e155 everywhere)",  # rank one, eigenvalue 2e155 along (1, 1): s = W-law at c = 2e155
+        lambda: float(np.linalg.eigvalsh(ae.scale_flow(np.eye(2), np.full((2, 2), 1e155), [0.0, 1.0])[-1]).max()),
+        ae.lambert_scale(1.0, 2e155, 1.0),
+    ),
     (
         "ae.charge_increments_along_sgd(eta=0.6)",
         lambda: ae.charge_increments_along_sgd(LAM, 2, 0.6, 8, 50),

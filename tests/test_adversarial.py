@@ -33,6 +33,7 @@ from adversarial_cases import (  # noqa: E402
     ACCEPTS_ANY,
     BASE,
     INVALID,
+    KNOWN_FAILURES,
     NONFINITE_DOCUMENTED,
     ORACLES,
     OWNED_ELSEWHERE,
@@ -59,6 +60,36 @@ NO_CALL = {
 }
 
 
+# public names that have no adversarial case yet (issue 12 follow-up: long-running drivers, callables as
+# arguments, classes built by others); listed so that the coverage test fails on any new public name
+NO_CASE_YET = {
+    "engine.Configuration": "a record type built by the trainers",
+    "engine.EnsembleResult": "a record type returned by run_ensemble",
+    "engine.TorchWishartBlockSampler": "the class (its draw/keep methods have cases)",
+    "validation.ValidationTypeError": "an exception type",
+    "ae.explorer_run": "interactive explorer driver (seconds per call)",
+    "dln.certify_concavity": "interval-arithmetic certificate (seconds per call)",
+    "dln.explorer_view": "interactive explorer driver",
+    "dln.matrix_flow": "takes a gradient callable",
+    "dln.matrix_flow_jacobian": "takes a gradient callable",
+    "dln.matrix_velocity": "takes a gradient callable",
+    "dln.orbit_gram_logdet": "no case yet",
+    "engine.check_interrupt": "no arguments",
+    "engine.run_ensemble": "takes a model factory",
+    "pl.explore_alignment": "interactive explorer driver",
+    "pl.hessian_trace_at_minimum": "no case yet",
+    "pl.loss_hessian": "no case yet",
+    "pl.mutual_knn": "no case yet",
+    "pl.sharpness_and_trace": "no case yet",
+    "pl.train_sgd_samples": "no case yet",
+    "validation.solve_ivp_bounded": "takes a vector-field callable (its bounds are tested in test_ode_horizons_are_bounded)",
+    "pl.EDLN.check_task": "no case yet",
+    "pl.EDLN.hidden_labels": "no case yet",
+    "pl.Task.data_factor": "no case yet",
+    "pl.Task.platonic_kernel": "no case yet",
+}
+
+
 def _public_names():
     names = []
     for short, mod in MODULES.items():
@@ -75,11 +106,18 @@ def _public_names():
 
 
 def _covered(name):
-    if name in BASE or name in NO_CALL:
+    """A module-level function or class needs a case of its own (this used to accept any name of a
+    module with one case, so that 60 public names went unsurveyed); a method needs one too; a
+    property of a class with a case is exercised through its baseline objects."""
+    if name in BASE or name in NO_CALL or name in NO_CASE_YET:
         return True
-    # properties of record/data classes are exercised through their baseline objects
-    cls = name.rsplit(".", 1)[0]
-    return any(k.startswith(cls + ".") for k in BASE) or cls in BASE
+    parts = name.split(".")
+    if len(parts) != 3:
+        return False
+    mod, cls, member = parts
+    if not isinstance(vars(getattr(MODULES[mod], cls))[member], property):
+        return False
+    return f"{mod}.{cls}" in BASE or any(k.startswith(f"{mod}.{cls}.") for k in BASE)
 
 
 def test_every_public_function_has_an_adversarial_case():
@@ -118,7 +156,19 @@ def _outcome(fn, args, kwargs):
     return ("ok", all_finite(out))
 
 
-@pytest.mark.parametrize("name", sorted(BASE))
+# known failures that hang until the 60 s limit: not run in make test (3 minutes), listed and reported
+_HANGS = {"ae.gl_flow", "pl.gradient_flow", "ae.simulate_sgd_variants"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, run=n not in _HANGS, reason=KNOWN_FAILURES[n]))
+        if n in KNOWN_FAILURES
+        else n
+        for n in sorted(BASE)
+    ],
+)
 def test_bad_and_extreme_inputs(name):
     """Every argument of every public function: invalid values raise ValueError/TypeError, extreme
     values give finite results or ValueError/TypeError; never another exception, a hang or NaN."""
@@ -138,7 +188,7 @@ def test_bad_and_extreme_inputs(name):
                 res = _outcome(fn, a, kw)
                 bad = (
                     res[0] == "bad"
-                    or (res[0] == "ok" and not res[1] and name not in NONFINITE_DOCUMENTED)
+                    or (res[0] == "ok" and not res[1] and (name, key) not in NONFINITE_DOCUMENTED)
                     or (res[0] == "ok" and kind == INVALID and (name, key) not in ACCEPTS_ANY)
                 )
                 if bad and kind != INVALID and (name, key) in OWNED_ELSEWHERE:
@@ -418,6 +468,82 @@ def test_schatten_sigma_star_balances_at_every_beta(beta, p, N, d):
     assert abs(p * math.log(s) - rhs) <= 1e-12 * max(1.0, abs(rhs))
 
 
+SCALES = (1e-150, 1.0, 1e150)
+
+
+def test_scale_flow_matches_the_closed_form_at_every_scale():
+    """Commuting S(0), C: every mode follows the Lambert-W law (Eq. 6 / C.52) for S(0), C and τ each
+    scaled by 1e-150, 1 or 1e150 (27 combinations): scale_flow's closed form exactly, and its
+    integration (used for non-commuting input) to 1e-9, also in a rotated basis (9 of them); no warning (pytest
+    turns warnings into errors), and the flow stays diagonal to round-off."""
+    s0, c = np.array([2.0, 1.0, 0.5]), np.array([1.0, 0.3, 0.1])
+    taus = np.array([0.0, 0.3, 1.0])
+    rot = np.linalg.qr(rng.make_rng(5).standard_normal((3, 3)))[0]
+    for fs in SCALES:
+        for fc in SCALES:
+            for ft in SCALES:
+                ref = ae.lambert_scale(fs * s0, fc * c, ft * taus[:, None])
+                assert np.array_equal(
+                    ae.scale_flow(np.diag(fs * s0), np.diag(fc * c), ft * taus)[:, [0, 1, 2], [0, 1, 2]], ref
+                )
+                # the integration itself (scale_flow takes the closed form for commuting S0, C)
+                mant, ex = math.frexp(fc)
+                S = ae._scale_flow_ode(np.diag(fs * s0), np.diag(mant * c), ex, ft * taus, 1e-10, 1e-12)
+                np.testing.assert_allclose(np.diagonal(S, axis1=1, axis2=2), ref, rtol=1e-9, atol=0)
+                off = S - np.einsum("ti,ij->tij", np.diagonal(S, axis1=1, axis2=2), np.eye(3))
+                assert np.abs(off).max() <= 1e-12 * np.abs(S).max()
+                if fc != ft:  # the rotated basis on the 9 combinations with fc = ft (test time)
+                    continue
+                # the same flow in a rotated basis: normwise (a float64 matrix cannot hold eigenvalues
+                # 1e75 and 1e-150 apart in a rotated basis, so the comparison is on the scale of ‖S‖)
+                Sr = ae._scale_flow_ode(
+                    rot @ np.diag(fs * s0) @ rot.T, rot @ np.diag(mant * c) @ rot.T, ex, ft * taus, 1e-10, 1e-12
+                )
+                ref_r = np.einsum("ij,tj,kj->tik", rot, ref, rot)
+                err = np.abs(Sr - ref_r).max(axis=(1, 2)) / np.abs(ref_r).max(axis=(1, 2))
+                assert np.all(err < 1e-9), (fs, fc, ft, err)
+
+
+@pytest.mark.parametrize(
+    "fs, fc, ft", [(1e-300, 1e300, 1e300), (1e300, 1e300, 1e300), (1.0, 1e300, 1e-300), (1e-300, 1e-300, 1.0)]
+)
+def test_scale_flow_at_the_ends_of_the_float64_range(fs, fc, ft):
+    """Cτ up to 1e600 (beyond float64 itself) and S(0) down to 1e-300: still the closed form."""
+    s0, c = np.array([2.0, 0.5]), np.array([1.0, 0.3])
+    mant, ex = math.frexp(fc)
+    S = ae._scale_flow_ode(np.diag(fs * s0), np.diag(mant * c), ex, np.array([0.0, ft]), 1e-10, 1e-12)
+    np.testing.assert_allclose(np.diag(S[-1]), ae.lambert_scale(fs * s0, fc * c, ft), rtol=1e-9, atol=0)
+
+
+def test_scale_flow_non_commuting_asymptotes_and_scale_laws():
+    """Non-commuting S(0), C (eigenvectors rotate) at extreme scales, against what the flow must obey.
+
+    * late times, Cτ ≫ S(0)²: ``S → (2τC)^{1/2}`` (C.53 for a matrix: ``Ṡ = S^{-1/2}CS^{-1/2}``
+      is solved by ``S² = 2τC``);
+    * only Cτ enters: ``C → aC``, ``τ → τ/a`` leaves ``S`` unchanged (a = 1e±150);
+    * S ≫ 1: ``S⁻¹`` drops out and the flow is invariant under ``S → bS``, ``τ → b²τ``;
+      S ≪ 1: ``Ṡ ≈ S^{1/2}CS^{1/2}`` is linear, invariant under ``S → bS`` at fixed ``τ``.
+    """
+    rot = np.linalg.qr(rng.make_rng(6).standard_normal((3, 3)))[0]
+    S0 = np.diag([2.0, 1.0, 0.5])
+    C = rot @ np.diag([1.0, 0.4, 0.2]) @ rot.T
+    taus = np.array([0.0, 0.5, 1.0])
+    e, v = np.linalg.eigh(C)
+    for fc in (1e150, 1e300):
+        late = ae.scale_flow(S0, fc * C, taus)[-1]
+        ref = (v * np.sqrt(2.0 * fc * e)) @ v.T
+        assert np.abs(late - ref).max() <= 1e-9 * np.abs(ref).max()
+    base = ae.scale_flow(S0, C, taus)
+    assert np.abs(base[-1] - np.diag(np.diag(base[-1]))).max() > 0.05  # the eigenvectors do rotate
+    for a in (1e-150, 1e150):
+        np.testing.assert_allclose(ae.scale_flow(S0, a * C, taus / a), base, rtol=1e-9, atol=1e-12)
+    big = [ae.scale_flow(b * S0, C, b * b * taus) / b for b in (1e100, 1e150)]
+    np.testing.assert_allclose(big[1], big[0], rtol=1e-9, atol=1e-9)
+    small = [ae.scale_flow(b * S0, C, taus) / b for b in (1e-100, 1e-150)]
+    np.testing.assert_allclose(small[1], small[0], rtol=1e-9, atol=1e-9)
+    assert np.abs(small[0][-1] - np.diag(np.diag(small[0][-1]))).max() > 0.05
+
+
 def test_sqrtm_psd_rejects_indefinite_and_keeps_scale():
     with pytest.raises(ValueError, match="positive semi-definite"):
         pl.sqrtm_psd(np.diag([1.0, -1.0]))
@@ -484,7 +610,7 @@ def test_depth_beyond_exact_floats_is_rejected(N):
 
 def test_ode_horizons_are_bounded():
     with _time_limit(60):
-        # (gradient_flow to T = 1e6, which ran for minutes, is among the targeted cases in a subprocess)
+        # (gradient_flow to T = 1e6: test_gradient_flow_refuses_a_long_horizon_at_once)
         with pytest.raises(ValueError, match="stiff test.*more than 2000 evaluations"):
             validation.solve_ivp_bounded(
                 lambda t, y: -1e6 * y,
@@ -512,6 +638,74 @@ def test_ode_horizons_are_bounded():
                 assert np.all(np.isfinite(out))
         S = ae.scale_flow(np.eye(2) * 1e300, np.eye(2), [0.0, 1.0])
         assert np.allclose(S[-1], 1e300 * np.eye(2), rtol=1e-12)
+
+
+def test_gradient_flow_refuses_a_long_horizon_at_once():
+    """T = 1e6 used to integrate for ~3 s before the work bound stopped it; the horizon is now checked
+    against a bound on the work (2 λ_1 T evaluations) before any integration. The time budget is
+    generous (0.5 s of CPU time for what takes milliseconds), so that load cannot make it flaky."""
+    import time
+
+    W0, U0, lam = 0.3 * np.ones((4, 2)), 0.2 * np.ones((2, 4)), ae.geometric_spectrum(4)
+    t_max = ae.gradient_flow_horizon(lam)
+    assert t_max == pytest.approx(validation.MAX_ODE_EVALUATIONS / (2.0 * lam[0]), rel=1e-15)
+    for horizon in (1e6, 1e300, 1.001 * t_max):
+        t0 = time.process_time()
+        with pytest.raises(ValueError, match=r"times must end at t <= 4166\.67"):
+            ae.gradient_flow(W0, U0, lam, [0.0, horizon])
+        assert time.process_time() - t0 < 0.5
+
+
+def test_gradient_flow_work_estimate_is_a_lower_bound(monkeypatch):
+    """A refused horizon would really exceed the work bound: the evaluations DOP853 spends grow at
+    least as 2 λ_1 per unit time once the flow has relaxed (measured between t = 100 and t = 300)."""
+    W0, U0, lam = 0.3 * np.ones((4, 2)), 0.2 * np.ones((2, 4)), ae.geometric_spectrum(4)
+    nfev = []
+    inner = validation.solve_ivp_bounded
+
+    def counting(fun, *args, **kwargs):
+        n = [0]
+
+        def counted(t, y):
+            n[0] += 1
+            return fun(t, y)
+
+        out = inner(counted, *args, **kwargs)
+        nfev.append(n[0])
+        return out
+
+    monkeypatch.setattr(ae, "solve_ivp_bounded", counting)
+    for horizon in (100.0, 300.0):
+        W, U = ae.gradient_flow(W0, U0, lam, [0.0, horizon])
+        assert np.all(np.isfinite(W)) and np.all(np.isfinite(U))
+    assert (nfev[1] - nfev[0]) / 200.0 >= 2.0 * lam[0]
+
+
+def test_divergence_error_records_documented_fields():
+    err = engine.DivergenceError(3, 1, {"eta": 0.5}, float("inf"), 1e6)
+    assert (err.step, err.replica, err.value, err.limit) == (3, 1, float("inf"), 1e6)
+    assert "step 3" in str(err) and "replica 1" in str(err)
+    for bad in (float("nan"), 2.5, -1, "3", True):
+        with pytest.raises((TypeError, ValueError), match="step"):
+            engine.DivergenceError(bad, 0, {}, 1.0, 1.0)
+
+
+def test_simulate_sgd_variants_divergence_is_a_divergence_error():
+    """It used to raise TypeError (DivergenceError built from one message string)."""
+    lam = ae.geometric_spectrum(4)
+    with pytest.raises(engine.DivergenceError, match=r"eta=0\.5.*momentum=0\.9") as info:
+        ae.simulate_sgd_variants(lam, 2, 0.5, 8, 400, momentum=0.9, seeds=1, n_records=400, seed=0)
+    assert info.value.params["eta"] == 0.5 and info.value.step >= 1
+
+
+def test_naive_entropy_is_nan_only_at_ties():
+    assert math.isnan(dln.naive_entropy([1.0, 1.0], 3))  # the documented 0/0
+    for scale in (1e155, 1e-155, 1e300, 1e-300):
+        with pytest.raises(ValueError, match="sigma"):
+            dln.naive_entropy(scale * np.array([2.0, 1.0]), 3)
+    assert dln.naive_entropy(1e150 * np.array([2.0, 1.0]), 3) == pytest.approx(
+        dln.entropy(1e150 * np.array([2.0, 1.0]), 3), rel=1e-12
+    )
 
 
 def test_misleading_messages_are_fixed():

@@ -58,6 +58,7 @@ from .engine import (
 from .rng import make_rng
 from .validation import (
     MAX_DRAWS,
+    MAX_ODE_EVALUATIONS,
     MAX_STEPS,
     check_array,
     check_choice,
@@ -116,6 +117,7 @@ __all__ = [
     "charge_increments_along_sgd",
     "saturation_scale",
     "gradient_flow",
+    "gradient_flow_horizon",
     "population_loss",
     "sample_gradients",
     "neuron_balance_autograd",
@@ -451,23 +453,45 @@ def corrected_scale(lambdas, k: int, eta: float, taus, s0=1.0, *, rtol: float = 
     )
 
 
-def _scale_from_charge(q: np.ndarray) -> np.ndarray:
-    """``S`` with ``S − S⁻¹ = Q`` (``S ≻ 0``): eigenvalues ``(q + sqrt(q² + 4))/2``."""
-    e, v = np.linalg.eigh(q)
-    r = np.hypot(e, 2.0)  # sqrt(e² + 4) without overflow at |e| > 1e154
-    s = np.empty_like(e)
-    pos = e >= 0
-    s[pos] = 0.5 * (e[pos] + r[pos])
-    s[~pos] = 2.0 / (r[~pos] - e[~pos])  # no cancellation for e < 0
-    return (v * s) @ v.T
+def _commuting_scale_flow(S0, C_hat, ex, taus):
+    """The closed form for commuting ``S(0)`` and ``C = 2^ex Ĉ``: in a common eigenbasis every mode
+    follows :func:`lambert_scale` (Eq. 6). ``None`` when they do not commute (to round-off)."""
+    s_max = np.linalg.eigvalsh(S0).max()
+    # a generic combination of two commuting symmetric matrices has their common eigenvectors
+    _, v = np.linalg.eigh(S0 / s_max + (1.0 / math.pi) * C_hat)
+    s_d, c_d = v.T @ S0 @ v, v.T @ C_hat @ v
+    off = ~np.eye(S0.shape[0], dtype=bool)
+    if np.abs(s_d[off]).max(initial=0.0) > 1e-13 * s_max or np.abs(c_d[off]).max(initial=0.0) > 1e-13:
+        return None
+    c = np.ldexp(np.maximum(np.diag(c_d), 0.0), ex)
+    s = lambert_scale(np.diag(s_d)[None, :], c[None, :], taus[:, None])
+    return np.einsum("ij,tj,kj->tik", v, s, v)
 
 
 def scale_flow(S0, C, taus, *, rtol: float = 1e-10, atol: float = 1e-12) -> np.ndarray:
     """Integrate the matrix effective dynamics (C.37) ``d/dτ (S − S⁻¹) = S^{-1/2} C S^{-1/2}``.
 
-    Works for any symmetric positive-definite ``S(0)`` and ``C``, commuting or not. The charge
-    ``Q = S − S⁻¹`` is integrated (its right-hand side needs no inversion of the map
-    ``L_S(X) = X + S⁻¹ X S⁻¹`` of C.40), and ``S`` is recovered as ``(Q + (Q² + 4I)^{1/2})/2``.
+    Works for any symmetric positive-definite ``S(0)`` and ``C``, commuting or not, at any scale of
+    ``S(0)``, ``C`` and ``τ`` in the float64 range. When ``S(0)`` and ``C`` commute (to round-off) the
+    closed form is used: every mode of their common eigenbasis follows :func:`lambert_scale`
+    (Eq. 6). Otherwise the integrated variable is ``L = log S``: in the
+    eigenbasis ``S = V diag(e^{l}) Vᵀ``, with ``C̃ = Vᵀ C V``, the flow (C.37) reads
+
+    ``(Vᵀ L̇ V)_ij = C̃_ij φ(l_i − l_j) / (1 + e^{l_i + l_j})``,  ``φ(δ) = (δ/2)/sinh(δ/2)``
+
+    (the derivative of ``S − S⁻¹`` is ``Ṡ + S⁻¹ṠS⁻¹``, that of the matrix logarithm the divided
+    difference ``(l_i − l_j)/(s_i − s_j)``); every factor is bounded, and ``L`` resolves scales of
+    ``S`` from ``1e-308`` to ``1e308`` at once, where ``S − S⁻¹`` would not. For a single mode it is
+    ``l̇ = c/(1 + e^{2l})``, i.e. (C.48). Further:
+
+    * only the product ``Cτ`` enters (the flow is invariant under ``C → aC``, ``τ → τ/a``): with
+      ``C = 2^e Ĉ`` (``max |Ĉ_ij| ∈ [1/2, 1)``, an exact rescaling) the time is ``T = 2^e τ``;
+    * the solver's time is ``u = log(1 + T/T_f)``, with ``T_f = 1 + s_min² + 2 log⁺(1/s_min)``
+      (``s_min`` the smallest eigenvalue of ``S(0)``) the time on which the fastest direction of ``S``
+      changes (``d log s/dT ≤ 1``, and ``≈ 1/s²`` once ``s > 1``);
+    * the state is ``M = L − ½ log(T_f + T) I``: the late growth ``S ~ (2TĈ)^{1/2}`` (C.53) is the
+      fixed point ``M = ½ log(2T_f Ĉ)``, and ``(T_f + T)/(1 + e^{l_i + l_j}) = 1/((T_f + T)^{-1} + e^{m_i + m_j})``
+      is evaluated without large logarithms, so ``Cτ`` may exceed the float64 range.
 
     Parameters
     ----------
@@ -477,37 +501,120 @@ def scale_flow(S0, C, taus, *, rtol: float = 1e-10, atol: float = 1e-12) -> np.n
         Drift matrix ``E[‖x_⊥‖² x_∥ x_∥ᵀ]``, symmetric positive semi-definite.
     taus : array_like, shape (n,)
         Non-decreasing slow times ``≥ 0`` at which to return ``S``.
+    rtol, atol : float
+        Tolerances of the integration (LSODA) of ``log S``: both bound relative errors of the scales
+        (the relative tolerance is divided by the largest ``|log s|`` the flow reaches).
 
     Returns
     -------
     numpy.ndarray, shape (n, k, k)
+
+    Raises
+    ------
+    ValueError
+        On invalid input, or when ``S(τ)`` exceeds the float64 range.
     """
     S0 = check_symmetric_positive_definite("S0", S0)
     rtol = check_tolerance("rtol", rtol)
     atol = check_tolerance("atol", atol)
     k = S0.shape[0]
     C = check_array("C", C, shape=(k, k))
-    if np.abs(C - C.T).max() > 1e-10 * max(np.abs(C).max(), 1e-300):
-        raise ValueError("C must be symmetric")
-    C = 0.5 * (C + C.T)
-    if np.linalg.eigvalsh(C).min() < -1e-12 * max(np.abs(C).max(), 1e-300):
-        raise ValueError("C must be positive semi-definite")
     taus = check_array("taus", taus, ndim=1)
     if taus.size == 0 or np.any(taus < 0) or np.any(np.diff(taus) < 0):
         raise ValueError("taus must be a non-empty, non-decreasing array of slow times >= 0")
+    c_max = float(np.abs(C).max())
+    _, ex = math.frexp(c_max)
+    C_hat = np.ldexp(C, -ex)  # exact: C = 2^ex Ĉ with max |Ĉ_ij| in [1/2, 1)
+    if np.abs(C_hat - C_hat.T).max() > 1e-10:
+        raise ValueError("C must be symmetric")
+    C_hat = 0.5 * (C_hat + C_hat.T)
+    if c_max > 0 and np.linalg.eigvalsh(C_hat).min() < -1e-12:
+        raise ValueError("C must be positive semi-definite")
+    if c_max > 0:
+        closed = _commuting_scale_flow(S0, C_hat, ex, taus)
+        if closed is not None:
+            return closed
+    return _scale_flow_ode(S0, C_hat, ex if c_max > 0 else None, taus, rtol, atol)
 
-    def rhs(_t, qflat):
-        q = qflat.reshape(k, k)
-        q = 0.5 * (q + q.T)
-        e, v = np.linalg.eigh(_scale_from_charge(q))
-        isq = (v / np.sqrt(e)) @ v.T
-        return (isq @ C @ isq).ravel()
 
-    q0 = S0 - np.linalg.inv(S0)
-    ys = solve_ivp_bounded(
-        rhs, float(taus[-1]), q0.ravel(), taus, method="DOP853", rtol=rtol, atol=atol, what="scale_flow"
-    )
-    return np.stack([_scale_from_charge(0.5 * (q.reshape(k, k) + q.reshape(k, k).T)) for q in ys])
+def _scale_flow_ode(S0, C_hat, ex, taus, rtol, atol):
+    """The integration of :func:`scale_flow` (validated input; ``ex is None`` for ``C = 0``)."""
+    k = S0.shape[0]
+    s0, v0 = np.linalg.eigh(S0)
+    # log T_f, T_f = 1 + s_min² + 2 log⁺(1/s_min): the time on which the fastest direction changes
+    # (log s grows at most linearly, at rate ≤ 1, until s reaches 1)
+    log_tf = float(np.logaddexp(0.0, 2.0 * math.log(s0.min())))
+    log_tf = float(np.logaddexp(log_tf, math.log(max(-2.0 * math.log(s0.min()), 1e-300))))
+    with np.errstate(divide="ignore"):
+        log_t = ex * math.log(2.0) + np.log(taus) if ex is not None else np.full(taus.size, -np.inf)
+    u_eval = np.logaddexp(0.0, log_t - log_tf)  # u = log(1 + T/T_f); T itself may exceed float64
+    if u_eval[-1] == 0.0:  # C = 0, τ = 0, or T/T_f below 1e-308: a relative change of S below T/T_f
+        return np.broadcast_to(S0, (taus.size, k, k)).copy()
+
+    def rhs(u, mflat):  # M = log S − ½ log(T_f + T) I: no cancellation of large logarithms
+        mm = mflat.reshape(k, k)
+        m, v = np.linalg.eigh(0.5 * (mm + mm.T))
+        d = np.abs(m[:, None] - m[None, :])
+        with np.errstate(over="ignore", invalid="ignore"):
+            phi = np.where(d > 1e-8, d * np.exp(-0.5 * d) / -np.expm1(-np.maximum(d, 1e-300)), 1.0 - d * d / 24.0)
+            # (T_f + T)/(1 + e^{l_i + l_j}) = 1/((T_f + T)^{-1} + e^{m_i + m_j})
+            w = phi * np.exp(-np.logaddexp(-(log_tf + u), m[:, None] + m[None, :]))
+            out = (v @ ((v.T @ C_hat @ v) * w) @ v.T - 0.5 * np.eye(k)).ravel()
+        if not np.all(np.isfinite(out)):
+            raise ValueError(
+                "scale_flow: the growth rate of a small direction of S exceeds the float64 range "
+                "(S0 and C too ill-conditioned for this horizon)"
+            )
+        return out
+
+    m0 = (v0 * (np.log(s0) - 0.5 * log_tf)) @ v0.T
+    # an error δ in log S is a relative error δ in S: the solver's relative tolerance is taken on the
+    # largest |log s| the flow reaches (up to ~700), so that rtol stays a relative accuracy of S
+    l_scale = 1.0 + max(float(np.abs(np.log(s0)).max()), 0.5 * max(float(log_t[-1]), 0.0))
+    rtol_l = max(rtol / l_scale, 100 * np.finfo(float).eps)
+    # one integration per output time, each continuing from the last (the solver's dense output is
+    # less accurate than its steps over the long steps of the late, nearly linear growth of log S)
+    ls = np.empty((taus.size, k * k))
+    mflat, u_prev, used = m0.ravel(), 0.0, [0]
+
+    def counted(t, y, u0):
+        used[0] += 1
+        return rhs(u0 + t, y)
+
+    for i, u in enumerate(u_eval):
+        if u > u_prev:
+            if used[0] >= MAX_ODE_EVALUATIONS:
+                raise ValueError(
+                    f"scale_flow: reaching tau = {taus[i]:.6g} needs more than {MAX_ODE_EVALUATIONS} evaluations "
+                    "of the vector field; shorten the horizon"
+                )
+            mflat = solve_ivp_bounded(
+                lambda t, y, u0=u_prev: counted(t, y, u0),
+                float(u - u_prev),
+                mflat,
+                [float(u - u_prev)],
+                # LSODA: at late times M relaxes at rate ~1 in u and the explicit DOP853 is held to steps
+                # of ~6 by stability; LSODA switches to BDF there (3-10x fewer evaluations). A span far
+                # below the time scale (~1 in u) is left to DOP853 (LSODA cannot step through 1e-300).
+                method="LSODA" if u - u_prev > 1e-3 else "DOP853",
+                rtol=rtol_l,
+                atol=atol,
+                what="scale_flow",
+                max_evaluations=MAX_ODE_EVALUATIONS - used[0],
+            )[-1]
+            u_prev = float(u)
+        ls[i] = mflat
+    out = np.empty((taus.size, k, k))
+    for i, (u, mflat) in enumerate(zip(u_eval, ls)):
+        mm = mflat.reshape(k, k)
+        m, v = np.linalg.eigh(0.5 * (mm + mm.T))
+        l = m + 0.5 * (log_tf + u)
+        if l.max() > math.log(np.finfo(float).max):
+            raise ValueError(
+                f"scale_flow: S(tau) exceeds the float64 range at tau = {taus[i]:.6g} (S0, C or taus too large)"
+            )
+        out[i] = (v * np.exp(l)) @ v.T
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -619,8 +726,8 @@ def gl_flow(lambdas, k: int, A0, taus, *, rtol: float = 1e-8, atol: float = 1e-1
 
 def polar_rotation(A) -> np.ndarray:
     """Orthogonal factor ``O`` of the polar decomposition ``A = O (AᵀA)^{1/2}`` (batched over leading axes)."""
-    A = np.asarray(A, dtype=float)
-    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or not np.all(np.isfinite(A)):
+    A = check_array("A", A)  # TypeError for complex, bool, strings (asarray(dtype=float) cast them)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
         raise ValueError(f"A must be a finite square matrix (or a stack of them), got shape {A.shape}")
     u, _, vt = np.linalg.svd(A)
     return u @ vt
@@ -750,8 +857,15 @@ def simulate_sgd_variants(
         U = U - eta * vU
         if t in rec:
             if not (np.all(np.isfinite(W)) and np.abs(W).max() < DIVERGENCE_LIMIT):
+                with np.errstate(invalid="ignore"):
+                    mag = np.abs(W).reshape(n, -1).max(axis=1)
+                bad = int(np.argmax(~(np.isfinite(mag) & (mag < DIVERGENCE_LIMIT))))
                 raise DivergenceError(
-                    f"SGD with momentum={momentum}, weight_decay={weight_decay} diverged at eta={eta}, B={b}, step {t}"
+                    t,
+                    bad,
+                    {"eta": eta, "batch_size": b, "momentum": momentum, "weight_decay": weight_decay},
+                    float(mag[bad]),
+                    DIVERGENCE_LIMIT,
                 )
             record()
     return SGDResult(
@@ -1723,8 +1837,25 @@ def saturation_scale(result: "SGDResult", tau_from: float, tau_to: float | None 
     return finite_result("saturation_scale", result.scales[:, sel, mode].mean(axis=1))
 
 
+def gradient_flow_horizon(lambdas) -> float:
+    """The longest horizon :func:`gradient_flow` accepts: ``MAX_ODE_EVALUATIONS / (2 λ_1)``.
+
+    Near a critical point the explicit DOP853 is held by stability to steps ``h ≲ 6/ρ``, ``ρ`` the
+    largest Hessian eigenvalue, and spends 12 evaluations a step, so ``t`` costs about ``2ρt``
+    evaluations. ``ρ ≥ λ_1`` at the critical points the flow approaches: ``λ_1`` at ``W = U = 0``,
+    ``≥ 2λ_1`` on the PCA manifold (:func:`hessian_lambda_max`; ``24`` for ``λ_1 = 12``, ``s = 1``). A horizon past this bound would exhaust
+    the work bound of :func:`symbreak.validation.solve_ivp_bounded` after seconds of work; it is
+    refused at once instead.
+    """
+    lam = _spectrum(lambdas)
+    return MAX_ODE_EVALUATIONS / (2.0 * float(lam[0]))
+
+
 def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 1e-12):
     """Integrate population gradient flow (A.6) ``Ẇ = −(WU − I)ΣUᵀ``, ``U̇ = −Wᵀ(WU − I)Σ``.
+
+    Horizons up to :func:`gradient_flow_horizon` (``~4000`` for ``λ_1 = 12``); a longer one raises
+    ``ValueError`` at once, before any integration.
 
     Returns
     -------
@@ -1741,6 +1872,14 @@ def gradient_flow(W0, U0, lambdas, times, *, rtol: float = 1e-12, atol: float = 
     times = check_array("times", times, ndim=1)
     if times.size == 0 or np.any(times < 0) or np.any(np.diff(times) < 0):
         raise ValueError("times must be a non-empty, non-decreasing array >= 0")
+    t_max = gradient_flow_horizon(lam)
+    if times[-1] > t_max:
+        raise ValueError(
+            f"times must end at t <= {t_max:.6g} for lambda_1 = {lam[0]:.6g}, got {times[-1]:.6g}: near the "
+            f"critical points the flow approaches, DOP853 needs about 2 lambda_1 t = {2.0 * lam[0] * times[-1]:.3g} "
+            f"evaluations of the vector field, more than the work bound {MAX_ODE_EVALUATIONS} (the flow relaxes "
+            "on times of order 1/lambda, far shorter)"
+        )
     eye = np.eye(d)
 
     def rhs(_t, y):

@@ -428,9 +428,27 @@ def entropy(sigma, N) -> float:
 
 
 def naive_entropy(sigma, N) -> float:
-    """``S_N`` by the literal quotient of Section 1.2 (for demonstrating cancellation; NaN at ties)."""
+    """``S_N`` by the literal quotient of Section 1.2 (for demonstrating cancellation; NaN at ties).
+
+    ``S_N = ½ Σ_{i<j} log[(σ_i² − σ_j²)/(σ_i^{2/N} − σ_j^{2/N})]``, evaluated literally: digits are lost
+    to cancellation near a tie, and at an exact tie ``σ_i = σ_j`` the quotient is ``0/0`` and the
+    result is ``NaN``, by design (:func:`entropy` is the stable form).
+
+    Raises
+    ------
+    ValueError
+        When ``σ²`` leaves the normal float64 range (``σ > 1.3e154`` or ``σ < 1.5e-154``): there the
+        literal quotient would overflow or underflow, which is not the cancellation it demonstrates.
+    """
     sigma = _check_sigma(sigma)
     N = _check_depth(N)
+    with np.errstate(over="ignore", under="ignore"):
+        s2 = sigma * sigma
+    if not (np.all(np.isfinite(s2)) and np.all(s2 >= np.finfo(float).tiny)):
+        raise ValueError(
+            "naive_entropy: sigma**2 leaves the float64 range (sigma must lie in [1.5e-154, 1.3e154] "
+            f"for the literal quotient, got min {sigma.min():.3g}, max {sigma.max():.3g}); use entropy"
+        )
     d = sigma.size
     iu = np.triu_indices(d, 1)
     a, b = sigma[iu[0]], sigma[iu[1]]

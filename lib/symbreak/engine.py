@@ -194,9 +194,20 @@ class DivergenceError(RuntimeError):
         Index of the first replica that diverged.
     params : dict
         The hyper-parameters of that replica (learning rate, batch size, ...).
+    value : float
+        The weight magnitude that triggered the error, recorded as seen: ``inf`` or ``NaN`` when the
+        weights overflowed (the usual case), by design; the error reports it, it is never a result.
+    limit : float
+        The bound that ``value`` exceeded (``inf`` when only non-finite magnitudes count).
+    method : str
+        ``"SGD"``, or the name of the other method that diverged.
+
+    The constructor checks that ``step`` and ``replica`` are integers ``>= 0`` and records ``value``
+    and ``limit`` as given (it is raised by :func:`check_divergence`, which validates ``limit``).
     """
 
     def __init__(self, step: int, replica: int, params: dict, value: float, limit: float, method: str = "SGD"):
+        step, replica = check_int("step", step, minimum=0), check_int("replica", replica, minimum=0)
         self.step, self.replica, self.params, self.value, self.limit = step, replica, dict(params), value, limit
         self.method = method
         desc = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in self.params.items())
