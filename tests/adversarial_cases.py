@@ -293,6 +293,7 @@ BASE = {
         {"max_steps": 4},
     ),
     "engine.WishartBlockSampler.draw": (lambda n: SAMPLER.draw(G(), n), [2], {}),
+    "engine.WishartBlockSampler.draw_steps": (lambda n: SAMPLER.draw_steps(G(), n)[0], [2], {}),
     "engine.WishartBlockSampler.keep": (
         lambda m: engine.WishartBlockSampler(np.ones(3), np.array([4, 8]), max_steps=4).keep(m),
         [np.array([True, False])],
@@ -413,6 +414,11 @@ BASE = {
     "dln.SpectralEnergy.hessian": (lambda s: EN.hessian(s), [np.array([2.0, 1.0])], {}),
     "dln.flow_vector_field": (dln.flow_vector_field, [np.array([2.0, 1.0])], {"N": 3, "beta": 1.0, "p": 2.0}),
     "dln.flow_jacobian": (dln.flow_jacobian, [np.array([2.0, 1.0])], {"N": 3, "beta": 1.0, "p": 2.0}),
+    "dln.singular_value_flows": (
+        dln.singular_value_flows,
+        [np.array([[2.0, 1.0], [1.5, 0.5]]), np.array([0.0, 0.5])],
+        {"N": 3, "beta": 1.0, "p": 2.0, "rtol": 1e-8, "atol": 1e-10},
+    ),
     "dln.singular_value_flow": (
         dln.singular_value_flow,
         [np.array([2.0, 1.0]), np.array([0.0, 0.5])],
