@@ -92,17 +92,9 @@ NONFINITE_DOCUMENTED = {
 # every module-level function as covered); test_bad_and_extreme_inputs marks them xfail(strict=True)
 # so that the failure stays visible and a fix is noticed. To be fixed (issue 12 follow-up).
 KNOWN_FAILURES = {
-    "ae.charge_noise_std": "eta = 1e300: OverflowError from math; taus of one entry: IndexError",
     "ae.gl_flow": "taus = [0, 1e300]-like horizons run past 60 s (scipy solve_ivp without a work bound); "
     "a list A0 of matrices: AttributeError",
-    "ae.simulate_sgd_variants": "batch_size, steps or n_records = 10**12: MemoryError or a 60 s hang (no bound "
-    "like simulate_sgd's MAX_DRAWS/MAX_STEPS)",
-    "dln.pair_gram_determinant": "lam_i = 1e300: returns non-finite",
-    "dln.tridiagonal_toeplitz_det": "no validation: NaN/inf/True accepted, non-finite results",
     "pl.gradient_flow": "t_end = 1e300: runs past 60 s (LSODA without a work bound)",
-    "pl.gram_alignment": "zero representations: NaN (0/0) instead of an error",
-    "pl.linear_cka": "zero representations: NaN (0/0) instead of an error",
-    "pl.representations": "net not an EDLN: AttributeError instead of TypeError; weights ×1e300: overflow",
 }
 
 # extreme-value failures in functions that another engineer is rewriting in parallel (reported, not hidden)

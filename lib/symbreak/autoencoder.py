@@ -765,12 +765,18 @@ def charge_noise_std(lambdas, k: int, eta: float, batch_size: int, taus, s0: flo
     c1 = lam[0] * lam[k:].sum()
     vb = lam[0] ** 2 * (2 * b * (b + 2) * np.sum(lam[k:] ** 2) + 2 * b * lam[k:].sum() ** 2)
 
+    src = vb / float(b) ** 3  # V is proportional to η²: integrate at η = 1, scale the result by η
+
     def rhs(t, v):
         s1 = lambert_scale(s0, c1, t)
-        return -2 * c1 / (s1 * s1 + 1) * v + eta**2 * vb / (b**3 * s1 * s1)
+        return -2 * c1 / (s1 * s1 + 1) * v + src / (s1 * s1)
 
-    sol = solve_ivp(rhs, (0.0, float(taus[-1])), [0.0], t_eval=taus, rtol=1e-8, atol=1e-14)
-    return np.sqrt(np.maximum(sol.y[0], 0.0))
+    if taus[-1] == 0.0:
+        return np.zeros(taus.size)
+    sol = solve_ivp(rhs, (0.0, float(taus[-1])), [0.0], t_eval=taus, rtol=1e-8, atol=1e-14 * src)
+    with np.errstate(over="ignore"):
+        out = eta * np.sqrt(np.maximum(sol.y[0], 0.0))
+    return finite_result("charge_noise_std", out)
 
 
 def simulate_sgd_variants(
@@ -813,10 +819,15 @@ def simulate_sgd_variants(
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
     eta = check_positive("eta", eta)
-    b = check_int("batch_size", batch_size, minimum=1)
-    steps = check_int("steps", steps, minimum=1)
-    n = check_int("seeds", seeds, minimum=1)
-    n_records = check_int("n_records", n_records, minimum=1)
+    b = check_int("batch_size", batch_size, minimum=1, maximum=10**6)
+    steps = check_int("steps", steps, minimum=1, maximum=MAX_STEPS)
+    n = check_int("seeds", seeds, minimum=1, maximum=10**5)
+    n_records = check_int("n_records", n_records, minimum=1, maximum=10**6)
+    if steps * n * b > MAX_DRAWS:
+        raise ValueError(
+            f"steps × seeds × batch_size = {steps * n * b:.3g} samples exceeds {MAX_DRAWS:.3g}: "
+            "shorten the run or use fewer seeds"
+        )
     if isinstance(momentum, bool) or not isinstance(momentum, (int, float, np.floating)) or not 0 <= momentum < 1:
         raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
     if (

@@ -646,18 +646,25 @@ def pair_gram_determinant(lam_i, lam_j, N):
     b = check_positive_array("lam_j", lam_j, ndim=None)
     N = check_int("N", N, minimum=2, maximum=10_000)
     a, b = np.broadcast_arrays(a, b)
-    return 2.0 ** (N - 1) * sum(a ** (2 * (N - 1 - m)) * b ** (2 * m) for m in range(N))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        out = 2.0 ** (N - 1) * sum(a ** (2 * (N - 1 - m)) * b ** (2 * m) for m in range(N))
+    return finite_result("pair_gram_determinant", out)
 
 
 def tridiagonal_toeplitz_det(diag, off, n):
     """``det`` of the ``n×n`` tridiagonal Toeplitz matrix (diagonal ``diag``, off-diagonal ``off``) by the
     three-term recursion ``D_k = diag·D_{k−1} − off²·D_{k−2}`` (an independent check of
     :func:`pair_gram_determinant`)."""
+    diag = float(check_array("diag", diag, ndim=0))
+    off = float(check_array("off", off, ndim=0))
     n = check_int("n", n, minimum=1, maximum=100_000)
-    d_prev, d_cur = 1.0, float(diag)
-    for _ in range(n - 1):
-        d_prev, d_cur = d_cur, diag * d_cur - off**2 * d_prev
-    return d_cur
+    d_prev, d_cur = 1.0, diag
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(n - 1):
+            d_prev, d_cur = d_cur, diag * d_cur - off * off * d_prev
+            if not math.isfinite(d_cur):
+                break
+    return finite_result("tridiagonal_toeplitz_det", d_cur)
 
 
 # ---------------------------------------------------------------------------------------------

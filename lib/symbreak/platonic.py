@@ -1517,12 +1517,18 @@ def linear_cka(h1, h2) -> float:
     h2 = check_array("h2", h2, ndim=2, shape=(h1.shape[0], None))
     if h1.shape[0] < 2:
         raise ValueError("h1 and h2 must hold at least 2 samples")
-    a = h1 - h1.mean(0)
-    b = h2 - h2.mean(0)
+    a = _unit_scale(h1 - h1.mean(0))  # CKA is invariant to the scale of each: no overflow or underflow
+    b = _unit_scale(h2 - h2.mean(0))
     den = np.linalg.norm(a.T @ a) * np.linalg.norm(b.T @ b)
     if den == 0:
         raise ValueError("h1 and h2 must not be constant")
     return float(np.linalg.norm(a.T @ b) ** 2 / den)
+
+
+def _unit_scale(h):
+    """``h`` divided by its largest absolute entry (zero stays zero); scale-invariant measures use it."""
+    m = np.max(np.abs(h)) if h.size else 0.0
+    return h / m if m > 0 else h
 
 
 def gram_alignment(h1, h2) -> float:
@@ -1531,6 +1537,7 @@ def gram_alignment(h1, h2) -> float:
     in the latent data."""
     h1 = check_array("h1", h1, ndim=2)
     h2 = check_array("h2", h2, ndim=2, shape=(h1.shape[0], None))
+    h1, h2 = _unit_scale(h1), _unit_scale(h2)  # invariant to the scale of each
     den = np.linalg.norm(h1.T @ h1) * np.linalg.norm(h2.T @ h2)
     if den == 0:
         raise ValueError("h1 and h2 must not be zero")
@@ -1562,6 +1569,8 @@ def representations(net: EDLN, weights, x, *, activation=None, scale: float = 1.
     """Hidden representations ``h^2 .. h^D`` of ``N`` latent samples ``x`` (shape ``(N, n)``) for one
     network: a list of ``(N, d_k)`` arrays. With ``activation`` (``"tanh"`` or ``"relu"``) the
     input module is nonlinear, ``h^1 = φ(s M^I Z x)/s`` (see :func:`train_sgd_samples`)."""
+    if not isinstance(net, EDLN):
+        raise TypeError(f"net must be an EDLN, got {type(net).__name__}")
     ws, sq = _stack(net, weights)
     if not sq:
         raise ValueError("weights must be unstacked (one network) for representations")
@@ -1570,9 +1579,12 @@ def representations(net: EDLN, weights, x, *, activation=None, scale: float = 1.
     scale = check_positive("scale", scale)
     h = phi(scale * x @ net.input_map.T) / scale
     out = []
-    for w in ws[:-1]:
-        h = h @ w[0].T
-        out.append(h)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for w in ws[:-1]:
+            h = h @ w[0].T
+            out.append(h)
+    if not all(np.all(np.isfinite(o)) for o in out):
+        raise ValueError("the representations overflow float64: the weights or x are too large")
     return out
 
 
