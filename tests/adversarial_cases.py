@@ -88,14 +88,10 @@ NONFINITE_DOCUMENTED = {
     ("dln.naive_entropy", 0): "'at an exact tie the quotient is 0/0 and the result is NaN, by design'",
 }
 
-# public functions whose adversarial case fails today (found when the coverage test stopped counting
-# every module-level function as covered); test_bad_and_extreme_inputs marks them xfail(strict=True)
-# so that the failure stays visible and a fix is noticed. To be fixed (issue 12 follow-up).
-KNOWN_FAILURES = {
-    "ae.gl_flow": "taus = [0, 1e300]-like horizons run past 60 s (scipy solve_ivp without a work bound); "
-    "a list A0 of matrices: AttributeError",
-    "pl.gradient_flow": "t_end = 1e300: runs past 60 s (LSODA without a work bound)",
-}
+# public functions whose adversarial case fails today; test_bad_and_extreme_inputs marks them
+# xfail(strict=True) so that a failure stays visible and a fix is noticed. Empty: the nine found when
+# the coverage test stopped counting every module-level function as covered are fixed.
+KNOWN_FAILURES: dict = {}
 
 # extreme-value failures in functions that another engineer is rewriting in parallel (reported, not hidden)
 OWNED_ELSEWHERE = {

@@ -126,6 +126,7 @@ __all__ = [
     "simulate_sgd",
     "simulate_sgd_grid",
     "DIVERGENCE_LIMIT",
+    "GL_FLOW_MAX_TAU",
 ]
 
 #: Largest dimension or width accepted (matrices of this size already need gigabytes).
@@ -133,6 +134,9 @@ _MAX_DIM = 100_000
 
 #: A replica whose largest weight exceeds this (or is not finite) has diverged.
 DIVERGENCE_LIMIT = 1e6
+
+#: Longest slow time :func:`gl_flow` integrates (about a second of work per decade beyond 1e8).
+GL_FLOW_MAX_TAU = 1e10
 
 
 # --------------------------------------------------------------------------------------------
@@ -702,7 +706,8 @@ def gl_flow(lambdas, k: int, A0, taus, *, rtol: float = 1e-8, atol: float = 1e-1
     Raises
     ------
     ValueError
-        On a bad ``A0`` (see :func:`gl_flow_drift`) or ``taus`` that are not non-decreasing and ``≥ 0``.
+        On a bad ``A0`` (see :func:`gl_flow_drift`), or ``taus`` that are not non-decreasing, ``≥ 0``
+        and ``≤`` :data:`GL_FLOW_MAX_TAU`.
     """
     from scipy.integrate import solve_ivp
 
@@ -710,6 +715,13 @@ def gl_flow(lambdas, k: int, A0, taus, *, rtol: float = 1e-8, atol: float = 1e-1
     taus = check_array("taus", taus, ndim=1)
     if taus.size == 0 or np.any(taus < 0) or np.any(np.diff(taus) < 0):
         raise ValueError("taus must be a non-empty, non-decreasing array of slow times >= 0")
+    if taus[-1] > GL_FLOW_MAX_TAU:
+        raise ValueError(
+            f"taus reach {taus[-1]:.3g}, beyond the horizon {GL_FLOW_MAX_TAU:.0e} that gl_flow integrates "
+            "(a few seconds of work; S then grows like (2τC)^(1/2), see sqrt_scale)"
+        )
+    if taus[-1] == 0.0:  # nothing to integrate
+        return np.repeat(A0[None], taus.size, axis=0)
     sol = solve_ivp(
         lambda _t, a: _gl_drift(lam, k, a.reshape(k, k)).ravel(),
         (0.0, float(taus[-1])),

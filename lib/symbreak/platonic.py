@@ -76,6 +76,7 @@ from .validation import (
     check_square,
     check_symmetric_positive_definite,
     finite_result,
+    solve_ivp_bounded,
 )
 
 __all__ = [
@@ -1418,7 +1419,6 @@ def gradient_flow(
     TrainResult
         ``steps`` holds the record *times* (floats), ``params['method'] == 'flow'``.
     """
-    import scipy.integrate
 
     net.check_task(task)
     ws, _ = _stack(net, weights)
@@ -1436,21 +1436,26 @@ def gradient_flow(
         return -_flatten(g).ravel()
 
     times = np.linspace(0.0, t_end, n_records + 1)
-    sol = scipy.integrate.solve_ivp(
-        rhs, (0.0, t_end), _flatten(ws).ravel(), method="LSODA", t_eval=times, rtol=rtol, atol=atol
-    )
-    if not sol.success or not np.all(np.isfinite(sol.y)):
-        raise DivergenceError(f"gradient flow failed: {sol.message}")
-    recs = [_record(net, task, _unflatten(sol.y[:, k].reshape(r, -1), shapes)) for k in range(times.size)]
+    nfev = [0]
+
+    def counted(t, y):
+        nfev[0] += 1
+        return rhs(t, y)
+
+    # the same LSODA steps as scipy's solve_ivp, with a work bound and a check of every state
+    ys = solve_ivp_bounded(
+        counted, t_end, _flatten(ws).ravel(), times, method="LSODA", rtol=rtol, atol=atol, what="gradient_flow"
+    ).T
+    recs = [_record(net, task, _unflatten(ys[:, k].reshape(r, -1), shapes)) for k in range(times.size)]
     ks, ls, ss = zip(*recs)
-    final = _unflatten(sol.y[:, -1].reshape(r, -1).copy(), shapes)
+    final = _unflatten(ys[:, -1].reshape(r, -1).copy(), shapes)
     return TrainResult(
         times,
         np.stack(ks),
         np.stack(ls),
         np.stack(ss),
         final,
-        params=dict(method="flow", t_end=t_end, nfev=int(sol.nfev), rtol=rtol, atol=atol),
+        params=dict(method="flow", t_end=t_end, nfev=int(nfev[0]), rtol=rtol, atol=atol),
     )
 
 
