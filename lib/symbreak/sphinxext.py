@@ -168,9 +168,7 @@ def _resolve(app, doctree, fromdocname):
                     continue
                 by = counts[paper]
                 body.append([paper] + [by.get(s, 0) for s in _claims.STATUSES] + [sum(by.values())])
-            node.replace_self(
-                _table(["paper", *_claims.STATUSES, "rows"], body, [3] + [2] * 7, kind="claims-summary")
-            )
+            node.replace_self(_table(["paper", *_claims.STATUSES, "rows"], body, [3] + [2] * 7, kind="claims-summary"))
             continue
         body = []
         for r in rows:
