@@ -71,7 +71,8 @@ mutation: $(STAMP)
 	$(BIN)/python -m pytest -m mutation -q
 
 ## make browser: the built site (make book first) in headless Chromium: console errors, math, wide
-## equations, links, images, solutions, explorers, offline reading; 400 px screenshots into
+## equations, links, images, solutions, explorers, offline reading, and at 400 px no sideways page,
+## nothing cut off, wide tables/formulas/signatures scrolling with a cue; 400 px screenshots into
 ## _build/screenshots. Needs Debian's chromium (apt-get install chromium chromium-driver).
 BOOK_SITE ?= _build/html
 browser: $(STAMP)

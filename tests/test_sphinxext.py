@@ -85,3 +85,27 @@ def test_unbacked_checked_row_is_a_warning(tmp_path, monkeypatch, records):
     _, warnings = _build(src, tmp_path, monkeypatch)
     assert "Eq. 7 is 'reproduced' but no computed claim backs it" in warnings
     assert "page 'book/nowhere' is not a page of the book" in warnings
+
+
+def test_claims_tables_carry_column_labels_for_narrow_screens(tmp_path, monkeypatch, records):
+    """Every cell of a claims table starts with its column's name (shown as a card on a phone by
+    the site's CSS); the summary table has none and its own class."""
+    import re
+
+    src = _project(
+        tmp_path,
+        """
+- {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page}
+""",
+    )
+    _build(src, tmp_path, monkeypatch)
+    html = (tmp_path / "out" / "report.html").read_text()
+    tables = re.findall(r'<table class="([^"]*)">(.*?)</table>', html, re.S)
+    kinds = {cls.split()[1]: body for cls, body in tables if "claims-table" in cls}
+    assert set(kinds) == {"claims-summary", "claims-rows"}, [c for c, _ in tables]
+    assert "claims-label" not in kinds["claims-summary"]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", kinds["claims-rows"].split("<tbody>")[1], re.S)
+    assert rows
+    for row in rows:
+        labels = re.findall(r'<td><p class="claims-label">([^<]*)</p>', row)
+        assert labels == ["result", "status", "statement", "measured", "compared with", "tolerance", "verdict", "where"]

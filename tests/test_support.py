@@ -171,3 +171,28 @@ def test_notebook_figures_use_the_house_png(tmp_path):
     assert png.mode == "P" and abs(png.size[0] - 2 * shown) <= 1  # palette PNG, pixel-doubled
     assert abs(shown - 1160) < 60  # 11.6 in at 100 px per inch
     assert "image/svg+xml" not in out["data"]
+
+
+def test_panel_grid_keeps_strips_within_the_page_column():
+    """Five 2.5-inch panels: three in a row, then two (the sixth cell removed); the figure is no
+    wider than the column, so legible() leaves the house text sizes and the titles do not meet."""
+    fig, axes = plotting.panel_grid(5, width=2.5, height=2.3)
+    assert len(axes) == 5 and len(fig.axes) == 5
+    assert fig.get_size_inches()[0] <= plotting.PAGE_WIDTH_IN + 1e-9
+    for i, ax in enumerate(axes):
+        ax.set_title(f"eta=0.02, B=128, panel {i}")
+    plotting.legible(fig)
+    assert min(ax.title.get_fontsize() for ax in axes) == 10
+    fig.canvas.draw()
+    boxes = [ax.title.get_window_extent() for ax in axes]
+    overlaps = [(i, j) for i in range(5) for j in range(i + 1, 5) if boxes[i].overlaps(boxes[j])]
+    assert overlaps == []
+    matplotlib.pyplot.close(fig)
+    fig, axes = plotting.panel_grid(2, width=5.0)  # wider than half the column: one per row
+    assert fig.get_size_inches()[0] == 5.0 and len(axes) == 2
+    matplotlib.pyplot.close(fig)
+    for bad in (0, 2.5, True):
+        with pytest.raises(ValueError, match="n must"):
+            plotting.panel_grid(bad)
+    with pytest.raises(ValueError, match="width"):
+        plotting.panel_grid(3, width=-1)

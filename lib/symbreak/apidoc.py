@@ -2,9 +2,10 @@
 
 Listed in ``_config.yml`` under ``sphinx.extra_extensions`` next to ``sphinx.ext.autodoc``,
 ``sphinx.ext.autosummary`` and ``sphinx.ext.napoleon``; it sets their options so that the page
-builds under the strict build (``-W -n``): NumPy-style sections, no type hints in signatures, and
-the informal type names of numpydoc (``array_like``, ``int, optional``, ...) shown as text rather
-than looked up as cross-references.
+builds under the strict build (``-W -n``): NumPy-style sections, no type hints in signatures,
+signatures longer than 60 characters written one parameter per line (a phone shows them without
+scrolling the page), and the informal type names of numpydoc (``array_like``, ``int, optional``,
+...) shown as text rather than looked up as cross-references.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ _SETTINGS = {
     "autodoc_typehints": "none",
     "autodoc_member_order": "bysource",
     "autosummary_generate": False,
+    # a signature longer than this puts one parameter per line (readable on a phone, no sideways page)
+    "python_maximum_signature_line_length": 60,
 }
 
 # numpydoc's informal types and the NumPy/SciPy objects the docstrings name are plain text here

@@ -39,6 +39,7 @@ __all__ = [
     "simulation",
     "style_legend",
     "subplots",
+    "panel_grid",
     "label_panels",
     "FIGURES_ENV_VAR",
     "save_figure",
@@ -275,6 +276,33 @@ def subplots(nrows: int = 1, ncols: int = 1, *, width: float = 3.4, height: floa
     use_style()
     kwargs.setdefault("squeeze", False)
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), **kwargs)
+
+
+def panel_grid(n: int, *, width: float = 2.5, height: float = 2.4, max_width: float = PAGE_WIDTH_IN, **kwargs):
+    """``n`` panels of ``width`` × ``height`` inches in as few rows as fit the page column.
+
+    A strip of many panels wider than the column is scaled down on the page, and :func:`legible`
+    then enlarges its text until titles overlap; this puts at most ``max_width // width`` panels in
+    a row (at least one) and removes the unused cells of the last row. Returns ``(fig, axes)`` with
+    ``axes`` the flat list of the ``n`` panels, in reading order.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is not a positive integer or ``width``, ``height``, ``max_width`` is not positive.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    for name, value in (("width", width), ("height", height), ("max_width", max_width)):
+        if not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+            raise ValueError(f"{name} must be a positive number, got {value!r}")
+    ncols = int(max(1, min(n, max_width // width)))
+    nrows = -(-int(n) // ncols)
+    fig, axes = subplots(nrows, ncols, width=width, height=height, **kwargs)
+    flat = list(np.ravel(axes))
+    for ax in flat[n:]:
+        ax.remove()
+    return fig, flat[:n]
 
 
 def label_panels(axes, *, start: str = "A", **kwargs) -> None:

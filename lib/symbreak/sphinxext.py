@@ -124,8 +124,11 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def _table(headers, body_rows, widths):
-    table = nodes.table(classes=["claims-table"])
+def _table(headers, body_rows, widths, *, kind="claims-rows", labels=False):
+    """A docutils table of class ``claims-table`` and ``kind``; with ``labels`` every cell starts
+    with its column's name in a ``claims-label`` paragraph, which the site's CSS shows only on
+    narrow screens, where each row becomes a card (HTML only: the PDF keeps plain cells)."""
+    table = nodes.table(classes=["claims-table", kind])
     group = nodes.tgroup(cols=len(headers))
     table += group
     for w in widths:
@@ -140,8 +143,10 @@ def _table(headers, body_rows, widths):
     group += body
     for cells in body_rows:
         row = nodes.row()
-        for cell in cells:
+        for header, cell in zip(headers, cells):
             entry = nodes.entry()
+            if labels:
+                entry += nodes.paragraph(text=header, classes=["claims-label"])
             entry += cell if isinstance(cell, nodes.Node) else nodes.paragraph(text=str(cell))
             row += entry
         body += row
@@ -163,7 +168,7 @@ def _resolve(app, doctree, fromdocname):
                     continue
                 by = counts[paper]
                 body.append([paper] + [by.get(s, 0) for s in _claims.STATUSES] + [sum(by.values())])
-            node.replace_self(_table(["paper", *_claims.STATUSES, "rows"], body, [3] + [2] * 7))
+            node.replace_self(_table(["paper", *_claims.STATUSES, "rows"], body, [3] + [2] * 7, kind="claims-summary"))
             continue
         body = []
         for r in rows:
@@ -188,6 +193,7 @@ def _resolve(app, doctree, fromdocname):
                 ["result", "status", "statement", "measured", "compared with", "tolerance", "verdict", "where"],
                 body,
                 [6, 6, 30, 8, 8, 8, 5, 10],
+                labels=app.builder.format == "html",
             )
         )
 

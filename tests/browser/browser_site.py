@@ -82,6 +82,62 @@ INSPECT_JS = r"""
     else if (scrolls && !cue) out.overflow.push({i, id: div.id, problem: 'overflows without a scroll cue',
                                                  scrollWidth: mjx.scrollWidth, clientWidth: mjx.clientWidth});
   });
+  // The page itself never scrolls sideways: whatever is wider than the column scrolls in its own box.
+  const root = document.documentElement;
+  out.sideways = root.scrollWidth > root.clientWidth + 1 ? {scrollWidth: root.scrollWidth, clientWidth: root.clientWidth,
+    widest: [...document.querySelectorAll('.bd-main *')].filter(e => {
+      const r = e.getBoundingClientRect();
+      if (r.width === 0 || r.right <= root.clientWidth + 1) return false;
+      for (let a = e.parentElement; a && a !== document.body; a = a.parentElement)
+        if (getComputedStyle(a).overflowX !== 'visible') return false;
+      return true;
+    }).slice(0, 5).map(e => e.tagName.toLowerCase() + '.' + [...e.classList].join('.') + ': ' +
+                        (e.textContent || '').trim().slice(0, 60))} : null;
+  // Nothing visible is cut off: no element sticks out of an ancestor that hides its overflow
+  // (inline math, the footer's links, a table cell...). MathJax's hidden speech copy and the
+  // closed side drawers are not content.
+  out.clipped = [];
+  const seenClip = new Set();
+  document.querySelectorAll('.bd-main *, footer *').forEach(e => {
+    if (e.closest('mjx-assistive-mml, .bd-sidebar-primary, .bd-sidebar-secondary, script, style')) return;
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) return;
+    let a = e.parentElement;
+    while (a && a !== document.body && getComputedStyle(a).overflowX === 'visible') a = a.parentElement;
+    if (!a || a === document.body || !['hidden', 'clip'].includes(getComputedStyle(a).overflowX)) return;
+    const box = a.getBoundingClientRect();
+    if (box.width === 0) return;
+    if (r.right > box.right + 2 || r.left < box.left - 2) {
+      const key = a.tagName + '.' + [...a.classList].join('.');
+      if (seenClip.has(key + (a.textContent || '').slice(0, 40))) return;
+      seenClip.add(key + (a.textContent || '').slice(0, 40));
+      out.clipped.push(key.toLowerCase() + ' cuts off ' + e.tagName.toLowerCase() + ': ' +
+                       (a.textContent || '').trim().replace(/\s+/g, ' ').slice(0, 60));
+    }
+  });
+  // Boxes wider than the column (tables, formulas, API signatures) scroll with a visible cue: a
+  // gradient at the edges (background shadows or a fading mask).
+  out.uncued = [];
+  document.querySelectorAll('.bd-article table, span.math, div.math mjx-container, dl.py > dt.sig').forEach(e => {
+    const r = e.getBoundingClientRect();
+    if (r.width === 0) return;
+    let s = e;
+    if (e.tagName === 'TABLE') {  // the table's scroll box
+      s = e.parentElement;
+      while (s && s !== document.body && !['auto', 'scroll'].includes(getComputedStyle(s).overflowX)) s = s.parentElement;
+      if (!s || s === document.body) {
+        if (r.right > e.parentElement.getBoundingClientRect().right + 2)
+          out.uncued.push('table wider than the column outside a scroll box: ' + (e.textContent || '').trim().slice(0, 50));
+        return;
+      }
+    }
+    if (s.scrollWidth <= s.clientWidth + 1) return;
+    const st = getComputedStyle(s);
+    const scrolls = ['auto', 'scroll'].includes(st.overflowX);
+    const cue = /gradient/.test(st.backgroundImage + ' ' + (st.maskImage || '') + ' ' + (st.webkitMaskImage || ''));
+    if (!scrolls || !cue) out.uncued.push(s.tagName.toLowerCase() + '.' + [...s.classList].join('.') +
+      (scrolls ? ' scrolls without a cue: ' : ' overflows without scrolling: ') + (e.textContent || '').trim().slice(0, 50));
+  });
   document.querySelectorAll('img').forEach(img => out.images.push({
     src: img.getAttribute('src').slice(0, 120), ok: img.complete && img.naturalWidth > 0,
     alt: img.getAttribute('alt'), inExplorer: !!img.closest('.symbreak-explorer'),

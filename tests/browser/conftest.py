@@ -70,3 +70,18 @@ def report(browser, base_url):
     finally:
         context.close()
     return pages
+
+
+@pytest.fixture(scope="session")
+def phone_report(browser, base_url):
+    """Every page of the table of contents visited once at 400 px (a phone held upright)."""
+    context = browser.new_context(viewport={"width": 400, "height": 860})
+    pages = {}
+    try:
+        for name in toc_pages():
+            page, events = visit(context, f"{base_url}/{name}.html")
+            pages[name] = page.evaluate(INSPECT_JS)
+            page.close()
+    finally:
+        context.close()
+    return pages

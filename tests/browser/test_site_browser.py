@@ -43,6 +43,56 @@ def test_wide_equations_scroll_with_a_cue(report, name):
     assert report[name]["overflow"] == [], f"{name} at 1400 px: {report[name]['overflow']}"
 
 
+@pytest.mark.parametrize("name", PAGES)
+def test_page_does_not_scroll_sideways_at_400px(phone_report, name):
+    """On a phone the page body never scrolls horizontally (long API signatures, inline code)."""
+    assert phone_report[name]["sideways"] is None, f"{name} at 400 px: {phone_report[name]['sideways']}"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_nothing_is_cut_off(report, phone_report, name):
+    """No content sticks out of a box that hides it: inline math, the previous/next links, tables,
+    at 400 px and at 1400 px."""
+    assert phone_report[name]["clipped"] == [], f"{name} at 400 px: {phone_report[name]['clipped']}"
+    assert report[name]["clipped"] == [], f"{name} at 1400 px: {report[name]['clipped']}"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_wide_boxes_scroll_with_a_cue_at_400px(phone_report, name):
+    """Tables, formulas (inline and display) and API signatures wider than a phone's column scroll
+    inside their own box, with a visible cue at the edges that have more."""
+    r = phone_report[name]
+    assert r["uncued"] == [], f"{name} at 400 px: {r['uncued']}"
+    assert r["overflow"] == [], f"{name} at 400 px: {r['overflow']}"
+
+
+def test_the_layout_checks_catch_the_theme_defaults(browser, base_url):
+    """Without the book's stylesheet (the theme's rules alone) the checks above report each defect
+    they guard against at 400 px: the API page scrolls sideways, inline math and the next-page link
+    are cut off, the report's claims tables scroll without a cue."""
+    context = browser.new_context(viewport={"width": 400, "height": 860})
+    disable = (
+        "() => { document.querySelectorAll('link[href*=\"site.css\"]').forEach(l => l.disabled = true);"
+        " document.querySelectorAll('.scroll-cue-left, .scroll-cue-right').forEach(e =>"
+        " e.classList.remove('scroll-cue-left', 'scroll-cue-right')); }"
+    )
+    found = {}
+    try:
+        for name in ("book/api", "book/intro", "book/notation", "book/reproduction-report"):
+            page, _ = visit(context, f"{base_url}/{name}.html")
+            assert page.evaluate(INSPECT_JS)["sideways"] is None, f"{name}: already broken with the book's CSS"
+            page.evaluate(disable)
+            page.wait_for_timeout(100)
+            found[name] = page.evaluate(INSPECT_JS)
+            page.close()
+    finally:
+        context.close()
+    assert found["book/api"]["sideways"] is not None
+    assert any("span.math" in c for c in found["book/intro"]["clipped"]), found["book/intro"]["clipped"]
+    assert any("right-next" in c for c in found["book/notation"]["clipped"]), found["book/notation"]["clipped"]
+    assert any("claims" in u or "scrolls without a cue" in u for u in found["book/reproduction-report"]["uncued"])
+
+
 def test_the_overflow_check_catches_a_cut_off_equation(browser, base_url):
     """At phone width the front page's display equations are wider than the column: with the
     book's CSS they scroll with a cue; with the theme's rules alone the check reports them."""
