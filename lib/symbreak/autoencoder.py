@@ -380,9 +380,16 @@ def drift_correction(lambdas, k: int, s, eta: float) -> np.ndarray:
 
 def _perp_lyapunov(lam, k, s, eta):
     """Out-of-subspace Hessian blocks ``H_aj`` and stationary covariances ``Ξ_aj`` for ``B = 1``."""
-    lp, lm = lam[:k][:, None], lam[k:][None, :]
+    return _pair_lyapunov(lam[:k], s, lam[k:], eta)
+
+
+def _pair_lyapunov(la, s, lm, eta):
+    """Blocks ``H = [[λ_a/s_a, −λ_j], [−λ_j, λ_j s_a]]`` and the stationary covariances ``Ξ`` of
+    ``ξ ← (I − ηH)ξ + η n``, ``Var n_1 = λ_aλ_j/s_a`` (``B = 1``), for every entry ``a`` of ``la``, ``s``
+    (shape ``(n,)``) and every ``λ_j`` of ``lm``: arrays of shape ``(n, len(lm), 2, 2)``."""
+    lp, lm = la[:, None], lm[None, :]
     sa = s[:, None]
-    H = np.empty((k, lm.size, 2, 2))
+    H = np.empty((la.size, lm.size, 2, 2))
     H[..., 0, 0] = lp / sa
     H[..., 0, 1] = H[..., 1, 0] = -lm
     H[..., 1, 1] = lm * sa
@@ -393,10 +400,10 @@ def _perp_lyapunov(lam, k, s, eta):
             f"eta * mu_max = {eta * mu_max:.4g} >= 2 (eta must be < {2.0 / mu_max:.4g})"
         )
     A = np.eye(2) - eta * H
-    kron = np.einsum("...ij,...kl->...ikjl", A, A).reshape(k, lm.size, 4, 4)
-    rhs = np.zeros((k, lm.size, 4))
+    kron = np.einsum("...ij,...kl->...ikjl", A, A).reshape(la.size, lm.size, 4, 4)
+    rhs = np.zeros((la.size, lm.size, 4))
     rhs[..., 0] = eta**2 * (lp * lm / sa)
-    xi = np.linalg.solve(np.eye(4) - kron, rhs[..., None])[..., 0].reshape(k, lm.size, 2, 2)
+    xi = np.linalg.solve(np.eye(4) - kron, rhs[..., None])[..., 0].reshape(la.size, lm.size, 2, 2)
     return H, xi
 
 
@@ -1308,22 +1315,8 @@ def gain_noise_variance(lambdas, k: int, s, eta: float, batch_size: int):
 def _gain_noise_b1(lam, k, s, eta):
     """``B² σ_e²`` of :func:`gain_noise_variance` for an array of top scales ``s`` (vectorised)."""
     l1, lj = lam[0], lam[k:]
+    _, xi = _pair_lyapunov(np.full(s.size, l1), s, lj, eta)  # the pairs (W_j1, U_1j) at every s
     s_ = s[:, None]
-    H = np.empty((s.size, lj.size, 2, 2))  # the blocks H_1j of _perp_lyapunov, for every s
-    H[..., 0, 0] = l1 / s_
-    H[..., 0, 1] = H[..., 1, 0] = -lj
-    H[..., 1, 1] = lj * s_
-    mu_max = np.linalg.eigvalsh(H).max()
-    if eta * mu_max >= 2.0:
-        raise ValueError(
-            f"eta = {eta:.4g} is past the stability edge of the out-of-subspace modes: "
-            f"eta * mu_max = {eta * mu_max:.4g} >= 2 (eta must be < {2.0 / mu_max:.4g})"
-        )
-    A = np.eye(2) - eta * H
-    kron = np.einsum("...ij,...kl->...ikjl", A, A).reshape(s.size, lj.size, 4, 4)
-    rhs = np.zeros((s.size, lj.size, 4))
-    rhs[..., 0] = eta**2 * l1 * lj / s_
-    xi = np.linalg.solve(np.eye(4) - kron, rhs[..., None])[..., 0].reshape(s.size, lj.size, 2, 2)
     m = s_ + 1.0 / s_
     return eta**2 * s * l1 * np.sum(lj * (m * m * xi[..., 1, 1] - 2.0 * m * xi[..., 0, 1] + xi[..., 0, 0]), axis=1)
 

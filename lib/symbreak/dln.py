@@ -965,6 +965,18 @@ def _mu_rhs_and_jac(N, beta, energy):
     return rhs, jac
 
 
+def _check_flow_args(t_eval, N, beta, p, energy, rtol, atol):
+    """The shared arguments of the singular-value flows, validated (tolerances before they reach
+    LSODA, which keeps bad state)."""
+    t_eval = check_array("t_eval", t_eval, ndim=1)
+    if t_eval.size == 0 or np.any(t_eval < 0) or np.any(np.diff(t_eval) < 0):
+        raise ValueError("t_eval must be a non-empty, non-decreasing array of times >= 0")
+    N = _check_depth(N)
+    beta = _check_beta(beta, allow_inf=True)
+    energy = _resolve_energy(p, energy)
+    return t_eval, N, beta, energy, check_tolerance("rtol", rtol), check_tolerance("atol", atol)
+
+
 def singular_value_flow(
     sigma0, t_eval, *, N, beta, p=None, energy=None, method: str = "LSODA", rtol: float = 1e-10, atol: float = 1e-12
 ) -> np.ndarray:
@@ -997,15 +1009,8 @@ def singular_value_flow(
     numpy.ndarray, shape (T, d)
     """
     sigma0 = _check_sigma(sigma0, "sigma0")
-    t_eval = check_array("t_eval", t_eval, ndim=1)
-    if t_eval.size == 0 or np.any(t_eval < 0) or np.any(np.diff(t_eval) < 0):
-        raise ValueError("t_eval must be a non-empty, non-decreasing array of times >= 0")
-    N = _check_depth(N)
-    beta = _check_beta(beta, allow_inf=True)
-    energy = _resolve_energy(p, energy)
     method = check_choice("method", method, ("LSODA", "Radau", "BDF", "RK45", "RK23", "DOP853"))
-    rtol = check_tolerance("rtol", rtol)  # checked before they reach LSODA, which keeps bad state
-    atol = check_tolerance("atol", atol)
+    t_eval, N, beta, energy, rtol, atol = _check_flow_args(t_eval, N, beta, p, energy, rtol, atol)
     rhs, jac = _mu_rhs_and_jac(N, beta, energy)
     mu0 = np.log(sigma0) / N
     t_end = float(t_eval[-1])
@@ -1057,14 +1062,7 @@ def singular_value_flows(
     sigma0s = check_array("sigma0s", sigma0s, ndim=2)
     if sigma0s.size == 0 or np.any(sigma0s <= 0):
         raise ValueError("sigma0s must be a non-empty (B, d) array with all entries in (0, inf)")
-    t_eval = check_array("t_eval", t_eval, ndim=1)
-    if t_eval.size == 0 or np.any(t_eval < 0) or np.any(np.diff(t_eval) < 0):
-        raise ValueError("t_eval must be a non-empty, non-decreasing array of times >= 0")
-    N = _check_depth(N)
-    beta = _check_beta(beta, allow_inf=True)
-    energy = _resolve_energy(p, energy)
-    rtol = check_tolerance("rtol", rtol)
-    atol = check_tolerance("atol", atol)
+    t_eval, N, beta, energy, rtol, atol = _check_flow_args(t_eval, N, beta, p, energy, rtol, atol)
     rhs, jac = _mu_rhs_and_jac(N, beta, energy)
     mu0 = np.log(sigma0s) / N
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
