@@ -74,6 +74,20 @@ def test_report_joins_records_and_inventory(tmp_path, monkeypatch, records):
     assert "the law holds" in html and "✓ holds" in html
 
 
+def test_a_confirmed_deviation_reads_as_one(tmp_path, monkeypatch, records):
+    records.bound("ae-demo-dev", "Eq. D.19", "the printed formula misses", 0.3, lower=0.1, status="deviates")
+    src = _project(
+        tmp_path,
+        """
+- {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page}
+- {paper: autoencoder, ref: "Eq. D.19", statement: "a printed formula", status: deviates, page: book/demo/page}
+""",
+    )
+    rows, warnings = _build(src, tmp_path, monkeypatch)
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "✓ deviation confirmed" in html and "✓ holds" in html
+
+
 def test_unbacked_checked_row_is_a_warning(tmp_path, monkeypatch, records):
     src = _project(
         tmp_path,

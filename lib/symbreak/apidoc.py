@@ -24,6 +24,8 @@ _SETTINGS = {
     "autosummary_generate": False,
     # a signature longer than this puts one parameter per line (readable on a phone, no sideways page)
     "python_maximum_signature_line_length": 60,
+    # the page's headings name the module; the full dotted path would hide the name on a phone
+    "add_module_names": False,
 }
 
 # numpydoc's informal types and the NumPy/SciPy objects the docstrings name are plain text here

@@ -175,6 +175,8 @@ def _resolve(app, doctree, fromdocname):
             if node["paper"] and r["paper"] != node["paper"]:
                 continue
             verdict = {True: "✓ holds", False: "✗ fails", None: "—"}[r["holds"]]
+            if r["holds"] and r.get("status") == "deviates":
+                verdict = "✓ deviation confirmed"  # the check asserts that the paper's statement fails
             where = nodes.paragraph()
             page = r.get("page")
             if page and page in env.all_docs:
