@@ -1427,7 +1427,7 @@ def eos_reduced_map(
     ------
     ValueError
         If a learning rate has no ceiling (``ηλ_1 ≥ 1``), or an argument is out of range.
-    DivergenceError
+    symbreak.engine.DivergenceError
         If a replica's ``w`` or ``u`` leaves every bounded region (e.g. ``s0`` far above the ceiling).
     """
     from .engine import DivergenceError  # noqa: F401  (raised through check_divergence)

@@ -186,6 +186,9 @@ def record_steps(steps: int, record_every: int) -> np.ndarray:
 class DivergenceError(RuntimeError):
     """SGD (or gradient descent) left every bounded region: the run is past its stability edge.
 
+    The constructor checks that ``step`` and ``replica`` are integers ``>= 0`` and records ``value``
+    and ``limit`` as given (it is raised by ``check_divergence``, which validates ``limit``).
+
     Attributes
     ----------
     step : int
@@ -201,9 +204,6 @@ class DivergenceError(RuntimeError):
         The bound that ``value`` exceeded (``inf`` when only non-finite magnitudes count).
     method : str
         ``"SGD"``, or the name of the other method that diverged.
-
-    The constructor checks that ``step`` and ``replica`` are integers ``>= 0`` and records ``value``
-    and ``limit`` as given (it is raised by :func:`check_divergence`, which validates ``limit``).
     """
 
     def __init__(self, step: int, replica: int, params: dict, value: float, limit: float, method: str = "SGD"):
