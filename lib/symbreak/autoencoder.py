@@ -42,6 +42,7 @@ Simulation
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,6 +54,7 @@ from .engine import (
     WishartBlockSampler,
     check_divergence,
     record_steps,
+    replica_streams,
     run_ensemble,
 )
 from .rng import make_rng
@@ -88,6 +90,7 @@ __all__ = [
     "simulate_sgd_variants",
     "EXPLORER_BOX",
     "explorer_run",
+    "explorer_runs",
     "drift_correction",
     "corrected_scale",
     "off_manifold_fluctuations",
@@ -925,9 +928,10 @@ def _explorer_check(name, value, *, integer=False):
     lo, hi = EXPLORER_BOX[name]
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, got {type(value).__name__}")
-    if integer and int(value) != value:
-        raise ValueError(f"{name} must be an integer in [{lo}, {hi}], got {value!r}")
-    if not (np.isfinite(value) and lo <= value <= hi):
+    if not np.isfinite(value) or (integer and int(value) != value):
+        kind = "an integer" if integer else "a number"
+        raise ValueError(f"{name} must be {kind} in [{lo}, {hi}], got {value!r}")
+    if not lo <= value <= hi:
         raise ValueError(f"{name} must lie in [{lo}, {hi}], got {value!r}")
     return int(value) if integer else float(value)
 
@@ -953,7 +957,8 @@ def explorer_run(
     with ``C``). The run length is set in slow time: SGD runs to ``1.3`` times the slow time at which
     the top scale would reach the ceiling (C.81, ``κ = 2``), or to ``max_steps`` steps if that comes
     first (``truncated``). The theory is Eq. 6 per mode (``ν = 0``) or the diagonal of ``S`` under the
-    GL(k) flow (:func:`gl_flow`, ``ν > 0``), capped at the ceiling.
+    GL(k) flow (:func:`gl_flow`, ``ν > 0``), capped at the ceiling. Seed ``s`` of the run draws from
+    the stream ``(seed, s)``, so the result is the same as the matching entry of :func:`explorer_runs`.
 
     Returns
     -------
@@ -969,16 +974,31 @@ def explorer_run(
         If a slider value lies outside :data:`EXPLORER_BOX` (the message names it and its range), or
         ``max_steps``, ``n_records`` or ``seeds`` is not a positive integer.
     """
-    from .engine import DivergenceError
+    setting = dict(eta=eta, batch_size=batch_size, k=k, gap=gap, noncommuting=noncommuting)
+    return explorer_runs([setting], max_steps=max_steps, n_records=n_records, seeds=seeds, seed=seed)[0]
 
-    eta = _explorer_check("eta", eta)
-    b = _explorer_check("batch_size", batch_size, integer=True)
-    k = _explorer_check("k", k, integer=True)
-    gap = _explorer_check("gap", gap)
-    nu = _explorer_check("noncommuting", noncommuting)
-    max_steps = check_int("max_steps", max_steps, minimum=1)
-    n_records = check_int("n_records", n_records, minimum=2)
-    seeds = check_int("seeds", seeds, minimum=1)
+
+def _explorer_setting(setting) -> dict:
+    """Validate one explorer setting (a mapping of slider values) and fill in the defaults."""
+    if not isinstance(setting, Mapping):
+        raise TypeError(f"each setting must be a mapping of slider values, got {type(setting).__name__}")
+    unknown = set(setting) - set(EXPLORER_BOX)
+    if unknown:
+        raise ValueError(f"unknown explorer parameter(s) {sorted(unknown)}; the sliders are {list(EXPLORER_BOX)}")
+    full = dict(eta=0.02, batch_size=128, k=10, gap=1.0, noncommuting=0.0)
+    full.update(setting)
+    return {
+        "eta": _explorer_check("eta", full["eta"]),
+        "batch_size": _explorer_check("batch_size", full["batch_size"], integer=True),
+        "k": _explorer_check("k", full["k"], integer=True),
+        "gap": _explorer_check("gap", full["gap"]),
+        "noncommuting": _explorer_check("noncommuting", full["noncommuting"]),
+    }
+
+
+def _explorer_theory(s, max_steps, n_records) -> tuple[dict, tuple, np.ndarray]:
+    """The theory side of one explorer setting, its initial point and its record grid."""
+    eta, b, k, gap, nu = s["eta"], s["batch_size"], s["k"], s["gap"], s["noncommuting"]
     d = 20
     lam = geometric_spectrum(d)
     lam[k:] /= gap
@@ -992,16 +1012,15 @@ def explorer_run(
     truncated = steps < round(tau_goal * b / eta**2)
     tau_end = steps * eta**2 / b
     tau_th = np.linspace(0.0, tau_end, 120)
+    init = pca_point(S0, d)
     if nu == 0.0:
         theory = lambert_scale(1.0, c[None, :], tau_th[:, None])
     else:
-        A0 = pca_point(S0, d)[0][:k]
-        A_t = gl_flow(lam, k, A0, tau_th, rtol=1e-6, atol=1e-8)
+        A_t = gl_flow(lam, k, init[0][:k], tau_th, rtol=1e-6, atol=1e-8)
         theory = np.einsum("tji,tji->ti", A_t, A_t)
-    theory = np.minimum(theory, ceiling)
     out = {
         "tau_theory": tau_th,
-        "theory": theory,
+        "theory": np.minimum(theory, ceiling),
         "ceiling": ceiling,
         "steps": steps,
         "truncated": truncated,
@@ -1011,23 +1030,94 @@ def explorer_run(
         "eta": eta,
         "batch_size": b,
     }
-    try:
-        res = simulate_sgd(
-            lam,
-            k,
-            eta,
-            b,
-            steps,
-            seeds=seeds,
-            record_every=max(1, steps // n_records),
-            init=pca_point(S0, d),
-            seed=seed,
-        )
-    except DivergenceError as err:
-        out.update(tau=np.zeros(0), scales=np.zeros((0, k)), diverged=str(err))
-        return out
-    out.update(tau=res.tau, scales=res.scales.mean(0))
-    return out
+    record_at = np.unique(np.round(np.linspace(0, steps, min(n_records, steps) + 1)).astype(np.int64))
+    return out, init, record_at
+
+
+def explorer_runs(
+    settings,
+    *,
+    max_steps: int = 60_000,
+    n_records: int = 60,
+    seeds: int = 2,
+    seed: int = 1,
+) -> list[dict]:
+    """:func:`explorer_run` for many slider settings at once (the site's precomputed explorer grid).
+
+    Settings that share ``k`` and ``gap`` (hence the data spectrum) run as one ensemble on the batched
+    engine, which is several times faster than one run per setting with a handful of replicas. Every
+    setting's seed ``s`` draws from the stream ``(seed, s)`` whatever its position in the list (common
+    random numbers across settings), so each entry equals ``explorer_run(**setting, ...)`` with the
+    same keyword arguments. If the batched run diverges, its settings are re-run one by one and only
+    the diverging ones carry the message.
+
+    Parameters
+    ----------
+    settings : sequence of mapping
+        Slider values (keys among :data:`EXPLORER_BOX`; missing keys take :func:`explorer_run`'s
+        defaults).
+    max_steps, n_records, seeds, seed
+        As in :func:`explorer_run`.
+
+    Returns
+    -------
+    list of dict
+        One :func:`explorer_run` result per setting, in order.
+
+    Raises
+    ------
+    TypeError
+        If a setting is not a mapping or a value not a number.
+    ValueError
+        If ``settings`` is empty, a key is not a slider, a value lies outside :data:`EXPLORER_BOX`,
+        or ``max_steps``, ``n_records`` or ``seeds`` is not a positive integer.
+    """
+    from .engine import DivergenceError
+
+    if isinstance(settings, Mapping) or not isinstance(settings, Sequence):
+        raise TypeError(f"settings must be a sequence of mappings, got {type(settings).__name__}")
+    if len(settings) == 0:
+        raise ValueError("settings must hold at least one setting")
+    checked = [_explorer_setting(s) for s in settings]
+    max_steps = check_int("max_steps", max_steps, minimum=1, maximum=MAX_STEPS)
+    n_records = check_int("n_records", n_records, minimum=2, maximum=10**6)
+    seeds = check_int("seeds", seeds, minimum=1, maximum=10**4)
+    seed = check_int("seed", seed, minimum=0)
+    prepared = [_explorer_theory(s, max_steps, n_records) for s in checked]
+    groups: dict = {}
+    for i, s in enumerate(checked):
+        groups.setdefault((s["k"], s["gap"]), []).append(i)
+    outs = [p[0] for p in prepared]
+    for (k, _gap), idx in groups.items():
+        lam = outs[idx[0]]["lambdas"]
+        try:
+            runs = _run(
+                lam,
+                k,
+                np.array([checked[i]["eta"] for i in idx]),
+                np.array([checked[i]["batch_size"] for i in idx], dtype=np.int64),
+                [prepared[i][2] for i in idx],
+                seeds=seeds,
+                init=[prepared[i][1] for i in idx],
+                init_std=0.01,
+                activation="linear",
+                sampler="wishart",
+                dtype=np.float64,
+                seed=seed,
+                record_weights=False,
+                shared_streams=True,
+            )
+        except DivergenceError as err:
+            if len(idx) == 1:
+                k_ = outs[idx[0]]["k"]
+                outs[idx[0]].update(tau=np.zeros(0), scales=np.zeros((0, k_)), diverged=str(err))
+                continue
+            for i in idx:  # find the diverging settings: one run each
+                outs[i] = explorer_runs([checked[i]], max_steps=max_steps, n_records=n_records, seeds=seeds, seed=seed)[0]
+            continue
+        for i, res in zip(idx, runs):
+            outs[i].update(tau=res.tau, scales=res.scales.mean(0))
+    return outs
 
 
 # --------------------------------------------------------------------------------------------
@@ -2333,8 +2423,13 @@ def _run(
     seed,
     record_weights,
     device=None,
+    shared_streams=False,
 ):
-    """Run every configuration × seed as one ensemble on :func:`symbreak.engine.run_ensemble`."""
+    """Run every configuration × seed as one ensemble on :func:`symbreak.engine.run_ensemble`.
+
+    ``shared_streams``: seed ``s`` of every configuration draws from the stream ``(seed, s)`` (common
+    random numbers across configurations) instead of the engine's stream ``(seed, c·seeds + s)``.
+    """
     n_conf = len(etas)
     if isinstance(init, list):
         if len(init) != n_conf:
@@ -2358,6 +2453,8 @@ def _run(
             raise ValueError(f"device: the torch path needs batch_size >= d = {lam.size}")
 
     def factory(reps, streams):
+        if shared_streams:
+            streams = replica_streams(seed, [int(r) % seeds for r in reps])
         if device is not None:
             return _TorchLinearModel(reps, streams, lam, k, etas_r, bsz_r, init_r, dtype, record_weights, device)
         if sampler == "wishart":
