@@ -210,10 +210,16 @@ def breakdown(dtype, replicas: int = 64, m: int = 16) -> dict:
         for t in range(m):
             block[t]
 
-    return {
+    def variates():  # the random numbers alone: normals and uniforms per replica, the gamma step
+        sampler._variates(None, streams, m)
+
+    out = {
         "draw": 1e6 / (_timed(draw, 30, 3) * m * replicas),
+        "variates": 1e6 / (_timed(variates, 30, 3) * m * replicas),
         "step": 1e6 / (_timed(steps, 30, 3) * m * replicas),
     }
+    out["products"] = out["draw"] - out["variates"]
+    return out
 
 
 def naive_table(name, fn, steps):
@@ -315,7 +321,8 @@ def main() -> None:
     for dtype in (np.float64, np.float32):
         f, b = floors(dtype), breakdown(dtype)
         print(
-            f"  {np.dtype(dtype).name}: minibatch draw {b['draw']:.2f} µs + SGD step {b['step']:.2f} µs; floors: "
+            f"  {np.dtype(dtype).name}: minibatch draw {b['draw']:.2f} µs (variates {b['variates']:.2f}, "
+            f"F Fᵀ {b['products']:.2f}) + SGD step {b['step']:.2f} µs; floors: "
             f"RNG {f['rng']:.2f} µs (190 normals + 20 gammas), FLOP {f['flop']:.2f} µs "
             f"(at {f['gflops']:.0f} GFLOP/s of a large matrix product)"
         )

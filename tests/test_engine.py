@@ -177,6 +177,52 @@ def test_block_sampler_per_replica_streams_draw_the_exact_chi_square_diagonal(dt
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_bartlett_products_match_the_numpy_reference(dtype):
+    """The compiled F Fᵀ of the sampler equals the NumPy reference (BLAS products) up to the order
+    of the sums, is exactly symmetric, and touches only the replicas and steps it is given."""
+    from symbreak.engine import _bartlett_kernel, _bartlett_products_reference
+
+    rng = np.random.default_rng(0)
+    r, m, d = 5, 4, 7
+    nz = d * (d - 1) // 2
+    z = rng.standard_normal((r, m, nz + d)).astype(dtype)
+    g = rng.gamma(np.arange(d, 0, -1) + 2.0, size=(r, m, d)).astype(dtype)
+    mz = rng.uniform(0.1, 2.0, (r, nz)).astype(dtype)
+    mg = rng.uniform(0.1, 2.0, (r, d)).astype(dtype)
+    reps = np.array([0, 2, 3])
+    fast = np.full((r, 2, d, d), np.nan, dtype)
+    ref = fast.copy()
+    _bartlett_kernel()(z, g, mz, mg, reps, 1, 3, fast)
+    _bartlett_products_reference(z, g, mz, mg, reps, 1, 3, ref)
+    tol = 1e-13 if dtype == np.float64 else 1e-5
+    assert np.abs(fast[reps] - ref[reps]).max() <= tol * np.abs(ref[reps]).max()
+    assert np.array_equal(fast[reps], fast[reps].swapaxes(-1, -2))
+    assert np.isnan(fast[[1, 4]]).all()  # the other replicas are untouched
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_marsaglia_tsang_equals_the_numpy_reference(dtype):
+    """The sampler's compiled gamma step gives the NumPy reference's variates bit for bit, rare
+    rejections (replaced by exact draws from the replica's fallback stream) included."""
+    from symbreak.engine import replica_streams
+
+    d, batches, m = 3, np.array([3, 4, 40]), 64  # shapes from 0.5 (boosted) to 20
+    fast = WishartBlockSampler(np.ones(d), batches, dtype=dtype, max_steps=m)
+    b = fast._variates(None, replica_streams(11, range(3)), m)
+    assert b["bad"].any()  # rejections happened (the fallback path is compared too)
+    ref = WishartBlockSampler(np.ones(d), batches, dtype=dtype, max_steps=m)
+    streams = replica_streams(11, range(3))
+    aux = [ref._aux_streams(st) for st in streams]
+    z, u = np.empty((3, m, 3 + d), dtype), np.empty((3, m, 2 * d))
+    for j in range(3):
+        streams[j].standard_normal(out=z[j], dtype=dtype)
+        aux[j][0].random(out=u[j])
+    g = np.empty((3, m, d), dtype)
+    ref._gamma_mt(z[..., 3:], u, g, [a[1] for a in aux], np.arange(3))
+    assert np.array_equal(b["g"], g)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_block_sampler_draw_steps_equals_draw_bit_for_bit(dtype):
     """draw_steps builds each step's Σ̂ when indexed: the same numbers as draw, step by step."""
     from symbreak.engine import replica_streams

@@ -188,6 +188,8 @@ _CHILD = textwrap.dedent("""
     import sys, threading, time, numpy as np
     from symbreak import autoencoder as ae, platonic as pl, dln
     which = sys.argv[1]
+    if which == "autoencoder":  # load the compiled kernels first (seconds on a loaded machine)
+        ae.simulate_sgd(ae.geometric_spectrum(20), 10, 0.001, 128, 2, seeds=2, record_every=1)
     def run():
         if which == "autoencoder":
             ae.simulate_sgd(ae.geometric_spectrum(20), 10, 0.001, 128, 10**8, seeds=8, record_every=10**7)

@@ -37,6 +37,7 @@ Contents
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
@@ -375,6 +376,111 @@ def _scratch(bufs: dict, name: str, shape, dtype) -> np.ndarray:
     return x
 
 
+_COMPILED: dict = {}
+
+
+def _compiled(fn):
+    """``fn`` compiled by numba without the GIL (on first use; cached on disk next to this module
+    where that is writable, so later processes load it instead of compiling)."""
+    if fn not in _COMPILED:
+        import numba
+
+        try:
+            _COMPILED[fn] = numba.njit(cache=True, nogil=True)(fn)
+        except RuntimeError:  # no writable cache location: compile in memory
+            _COMPILED[fn] = numba.njit(nogil=True)(fn)
+    return _COMPILED[fn]
+
+
+def _bartlett_kernel():
+    """The compiled Bartlett products of :class:`WishartBlockSampler` (numba, ``nogil``; compiled
+    on first use and cached on disk next to this module).
+
+    ``kernel(z, g, mz, mg, reps, t0, t1, out)`` writes, for every replica ``r`` in ``reps`` and step
+    ``t`` in ``t0 … t1 − 1``, ``out[r, t − t0] = F Fᵀ`` where ``F`` is lower triangular with
+    ``F_ij = z[r, t, n(i, j)] · mz[r, n(i, j)]`` below the diagonal (``n`` the row-major order of
+    ``numpy.tril_indices(d, -1)``) and ``F_ii = sqrt(g[r, t, i]) · mg[r, i]``. The same
+    multiplications as :func:`_bartlett_products_reference` (the NumPy reference); each
+    ``(F Fᵀ)_ij = Σ_{l ≤ min(i, j)} F_il F_jl`` is summed in the order of ``l`` (the result exactly
+    symmetric), the only difference from the reference's BLAS product being the order of the sums.
+    A replica's numbers depend only on its own variates. Without the GIL, so chunks run in parallel.
+    """
+    return _compiled(_bartlett_products)
+
+
+def _bartlett_products(z, g, mz, mg, reps, t0, t1, out):  # pragma: no cover - run compiled
+    d = out.shape[2]
+    F = np.empty((d, d), out.dtype)
+    for r in reps:
+        for t in range(t0, t1):
+            idx = 0
+            for i in range(d):
+                for j in range(i):
+                    F[i, j] = z[r, t, idx] * mz[r, idx]
+                    idx += 1
+                F[i, i] = math.sqrt(g[r, t, i]) * mg[r, i]
+            o = out[r, t - t0]
+            for i in range(d):
+                for j in range(i + 1):
+                    acc = F[i, 0] * F[j, 0]
+                    for l in range(1, j + 1):
+                        acc += F[i, l] * F[j, l]
+                    o[i, j] = acc
+                    o[j, i] = acc
+
+
+def _gamma_mt_kernel():
+    """The compiled Marsaglia–Tsang step of :meth:`WishartBlockSampler._gamma_mt` (numba, ``nogil``).
+
+    ``kernel(z, nz, u, mt_d, mt_c, boost, inv_a, reps, out, bad)``: for each replica ``r`` in
+    ``reps`` and each step ``t`` and diagonal entry ``i``, the proposal from the normal
+    ``z[r, t, nz + i]`` and the uniform ``u[r, t, i]`` (and ``u[r, t, d + i]`` for a boosted shape
+    below 1), written to ``out[r, t, i]``; ``bad[r, t, i]`` is set where it is rejected (the caller
+    replaces those by exact draws, in the order of ``(r, t, i)``). The same operations in the same
+    order and precision as the NumPy reference :meth:`WishartBlockSampler._gamma_mt`.
+    """
+    return _compiled(_gamma_mt_proposals)
+
+
+def _gamma_mt_proposals(z, nz, u, mt_d, mt_c, boost, inv_a, reps, out, bad):  # pragma: no cover - run compiled
+    m, d = out.shape[1], out.shape[2]
+    for r in reps:
+        for t in range(m):
+            for i in range(d):
+                zn = z[r, t, nz + i]
+                dd = mt_d[r, i]
+                x = zn * mt_c[r, i] + 1.0  # float64 (as NumPy promotes a float32 normal)
+                v = x * x
+                v *= x
+                z2 = zn * zn  # in the normal's precision, as NumPy's product
+                q = z2 * 1.0
+                q = q * q
+                q *= -0.0331
+                q += 1.0
+                u1 = u[r, t, i]
+                ok = u1 < q and x > 0
+                if not ok and v > 0:
+                    ok = math.log(u1) < 0.5 * z2 + dd - dd * v + dd * math.log(v)
+                bad[r, t, i] = not ok
+                gam = v * dd
+                if boost[r, i]:
+                    gam = gam * u[r, t, d + i] ** inv_a[r, i]
+                out[r, t, i] = gam
+
+
+def _bartlett_products_reference(z, g, mz, mg, reps, t0, t1, out):
+    """NumPy reference of :func:`_bartlett_kernel` (the same arguments and result, BLAS products)."""
+    d = out.shape[2]
+    nz = d * (d - 1) // 2
+    rows, cols = np.tril_indices(d, -1)
+    reps = np.asarray(reps)
+    a = np.zeros((reps.size, t1 - t0, d, d), out.dtype)
+    a[:, :, rows, cols] = z[reps, t0:t1, :nz] * mz[reps, None, :]
+    diag = np.arange(d)
+    a[:, :, diag, diag] = np.sqrt(g[reps, t0:t1]) * mg[reps, None, :]
+    out[reps] = a @ a.transpose(0, 1, 3, 2)
+
+
 class WishartBlockSampler:
     """Exact minibatch covariances for an ensemble, drawn many steps at a time into reused buffers.
 
@@ -437,7 +543,6 @@ class WishartBlockSampler:
         self.batch_sizes, self.scale = batch_sizes, scale
         r = batch_sizes.size
         rows, cols = np.tril_indices(d, -1)
-        self._flat_lower = rows * d + cols
         self._nz = rows.size
         self._bufs = {}
         if not hasattr(self, "_aux"):
@@ -467,13 +572,11 @@ class WishartBlockSampler:
         if m not in self._bufs:
             d, dt, r = self.d, self.dtype, self.n_replicas
             self._bufs[m] = dict(
-                a=np.zeros((r, m, d, d), dt),
                 s=np.empty((r, m, d, d), dt),
                 z=np.empty((r, m, self._nz + d), dt),
                 g=np.empty((r, m, d), dt),
                 u=np.empty((r, m, 2 * d)),
                 shape=np.repeat(self._shape1[:, None, :], m, axis=1),
-                mt={k: np.empty((r, m, d)) for k in ("x", "v", "z2", "q")},
             )
         return self._bufs[m]
 
@@ -499,7 +602,8 @@ class WishartBlockSampler:
 
     def _gamma_mt(self, zn, u, out, streams, reps, work=None):
         """Gamma variates of the Bartlett diagonal by Marsaglia & Tsang's exact rejection method,
-        vectorised over the ensemble: ``zn`` normals and ``u`` uniforms of shape (R, m, d) (and
+        vectorised over the ensemble (the NumPy reference of the compiled :func:`_gamma_mt_kernel`
+        that the sampler runs): ``zn`` normals and ``u`` uniforms of shape (R, m, d) (and
         (R, m, 2d)); each rare rejected proposal is replaced by an independent exact draw from the
         same replica's stream (the mixture is exactly Gamma).
 
@@ -549,7 +653,6 @@ class WishartBlockSampler:
     def _variates(self, rng, streams, n_steps):
         """Draw a block's random variates into the buffers: the normals ``z`` and the Bartlett
         diagonal's gamma variates ``g`` (the B < d replicas draw their points in :meth:`draw`)."""
-        r, d = self.n_replicas, self.d
         b = self._buffers(n_steps)
         zfull, g = b["z"], b["g"]
         if streams is None:
@@ -566,12 +669,11 @@ class WishartBlockSampler:
                 streams[j].standard_normal(out=zfull[j], dtype=self.dtype)
                 aux[j][0].random(out=u[j])
             fallback = [a[1] for a in aux]
-            if self._big.size == r:
-                self._gamma_mt(zfull[..., self._nz :], u, g, fallback, self._big, b["mt"])
-            elif self._big.size:
-                gb = np.empty((self._big.size, n_steps, d))
-                self._gamma_mt(zfull[self._big, :, self._nz :], u[self._big], gb, fallback, self._big)
-                g[self._big] = gb
+            bad = _scratch(b, "bad", g.shape, np.bool_)
+            bad[...] = False
+            _gamma_mt_kernel()(zfull, self._nz, u, self._mt_d, self._mt_c, self._boost, self._inv_a, self._big, g, bad)
+            for j, t, i in zip(*np.nonzero(bad)):  # rare rejections: exact draws, in step order
+                g[j, t, i] = fallback[j].standard_gamma(float(self._shape1[j, i]))
         return b
 
     def draw(self, rng, n_steps: int) -> np.ndarray:
@@ -596,17 +698,10 @@ class WishartBlockSampler:
         streams = self._check_streams(rng)
         b = self._variates(rng, streams, n_steps)
         r, d, g = self.n_replicas, self.d, b["g"]
-        z = b["z"][..., : self._nz]
         s = b["s"]
         if self._big.size:  # (when every replica has B < d, the Bartlett matrices are not needed)
-            z *= self._mz[:, None, :]
-            np.sqrt(g, out=g)
-            g *= self._mg[:, None, :]
-            a = b["a"]
-            a3 = a.reshape(r, n_steps, d * d)
-            a3[:, :, self._flat_lower] = z
-            a3[:, :, :: d + 1] = g
-            np.matmul(a, a.transpose(0, 1, 3, 2), out=s)  # NumPy calls BLAS syrk for A Aᵀ
+            # F = sqrt(c_r / B_r) L A (or sqrt(c_r / B_r) A for a full L) and F Fᵀ, compiled
+            _bartlett_kernel()(b["z"], g, self._mz, self._mg, self._big, 0, n_steps, s)
             if self.factor.ndim == 2:
                 t = _scratch(b, "t", s.shape, self.dtype)
                 np.matmul(self._lf, s, out=t)
@@ -662,18 +757,11 @@ class _StepDraws:
 
     def __init__(self, sampler: WishartBlockSampler, bufs: dict, n_steps: int):
         r, d, dt = sampler.n_replicas, sampler.d, sampler.dtype
-        self.n_steps, self.d = n_steps, d
-        self.z, self.g = bufs["z"][..., : sampler._nz], bufs["g"]
-        self.mz, self.mg, self.lower = sampler._mz, sampler._mg, sampler._flat_lower
-        one = sampler._bufs.get("one")
-        if one is None:
-            one = sampler._bufs["one"] = dict(
-                a=np.zeros((r, d, d), dt),
-                s=np.empty((r, d, d), dt),
-                z=np.empty((r, sampler._nz), dt),
-                g=np.empty((r, d), dt),
-            )
-        self.one = one
+        self.n_steps = n_steps
+        self.z, self.g, self.mz, self.mg = bufs["z"], bufs["g"], sampler._mz, sampler._mg
+        self.reps = np.arange(r)
+        self.s = _scratch(sampler._bufs, "one", (r, 1, d, d), dt)
+        self.kernel = _bartlett_kernel()
 
     def __len__(self):
         return self.n_steps
@@ -681,15 +769,9 @@ class _StepDraws:
     def __getitem__(self, t):
         if not isinstance(t, (int, np.integer)) or not 0 <= t < self.n_steps:
             raise IndexError(f"step index must be an integer in [0, {self.n_steps}), got {t!r}")
-        one, d = self.one, self.d
-        a, s = one["a"], one["s"]
-        a2 = a.reshape(a.shape[0], d * d)
-        # the same element-wise operations and per-matrix syrk as WishartBlockSampler.draw
-        a2[:, self.lower] = np.multiply(self.z[:, t], self.mz, out=one["z"])
-        np.sqrt(self.g[:, t], out=one["g"])
-        np.multiply(one["g"], self.mg, out=a2[:, :: d + 1])
-        np.matmul(a, a.transpose(0, 2, 1), out=s)
-        return s
+        # the same compiled products as WishartBlockSampler.draw, for step t alone
+        self.kernel(self.z, self.g, self.mz, self.mg, self.reps, int(t), int(t) + 1, self.s)
+        return self.s[:, 0]
 
 
 # --------------------------------------------------------------------------------------------
