@@ -61,6 +61,46 @@ def test_static_html_shows_the_figure_at_its_natural_width():
     assert "width:300px;max-width:100%" in html_out  # 3.0 in at 100 px per inch, never shrunk below
 
 
+class _InPlace:
+    """One figure for every setting, its line and title updated in place."""
+
+    def __init__(self):
+        self.fig, axes = plotting.subplots(1, 1, width=3.0, height=2.0)
+        self.ax = axes[0, 0]
+        self.t = np.linspace(0, 1, 50)
+        (self.line,) = self.ax.plot(self.t, self.t)
+        self.calls = 0
+
+    def __call__(self, eta, B):
+        self.calls += 1
+        self.line.set_ydata(np.exp(eta * B * self.t))
+        self.ax.relim()
+        self.ax.autoscale_view()
+        self.ax.set_title(f"eta={eta}, B={B}")
+        return self.fig
+
+
+def test_a_figure_updated_in_place_gives_the_same_frames_as_new_figures():
+    fresh, _ = explorer.static_html(draw_lines, GRID, alt="curve")
+    in_place = _InPlace()
+    reused, _ = explorer.static_html(in_place, GRID, alt="curve")
+    assert in_place.calls == 6
+    frames_fresh, frames_reused = _data(fresh)["frames"], _data(reused)["frames"]
+    assert len(set(frames_reused.values())) == 6  # every setting encoded before the next was drawn
+    assert frames_reused == frames_fresh  # pixel for pixel what a new figure per setting gives
+    assert plt.get_fignums() == []
+
+
+def test_a_figure_updated_in_place_is_redrawn_at_a_lower_resolution():
+    full, _ = explorer.static_html(_InPlace(), GRID, alt="curve")
+    budget = int(0.85 * sum(map(len, _data(full)["frames"].values())))  # the frames do not fit at full resolution
+    in_place = _InPlace()
+    reduced, _ = explorer.static_html(in_place, GRID, alt="curve", max_bytes=budget)
+    assert len(reduced) <= budget + 10_000
+    assert in_place.calls > 6  # drawn again: the first frames were overwritten
+    assert len(set(_data(reduced)["frames"].values())) == 6
+
+
 def test_initial_setting_and_labels():
     html_out, _ = explorer.static_html(
         draw_lines, GRID, alt="curve", initial={"eta": 0.04, "B": 128}, labels={"eta": "&eta;"}

@@ -1,6 +1,7 @@
 """Plotting house style, progress bars, input validation."""
 
 import matplotlib
+import matplotlib.pyplot
 
 matplotlib.use("Agg")
 
@@ -196,3 +197,19 @@ def test_panel_grid_keeps_strips_within_the_page_column():
             plotting.panel_grid(bad)
     with pytest.raises(ValueError, match="width"):
         plotting.panel_grid(3, width=-1)
+
+
+def test_streamlines_put_one_head_per_streamline_pointing_along_the_flow():
+    """A uniform flow to the right: straight horizontal streamlines, each with one head whose tip
+    lies to the right of its base."""
+    x = y = np.linspace(0.0, 1.0, 12)
+    u, v = np.ones((12, 12)), np.zeros((12, 12))
+    fig, axes = plotting.subplots(1, 1, width=3.0, height=3.0)
+    lines, heads = plotting.streamlines(axes[0, 0], x, y, u, v)
+    polys = heads.get_paths()
+    assert len(polys) >= 5
+    assert not axes[0, 0].patches  # no FancyArrowPatch left to render
+    for path in polys:
+        tip, b1, b2 = path.vertices[:3]
+        assert tip[0] > max(b1[0], b2[0]) and abs(tip[1] - 0.5 * (b1[1] + b2[1])) < 1e-12
+    matplotlib.pyplot.close(fig)

@@ -113,13 +113,34 @@ def _format_value(value) -> str:
     return str(value)
 
 
-def _png_bytes(fig, dpi: float, colors: int) -> bytes:
+def _rgba(fig, dpi: float, *, fresh: bool):
+    """``fig`` rendered by Agg at ``dpi``: an ``(h, w, 4)`` uint8 array, the pixels ``savefig`` writes.
+
+    ``savefig`` draws a figure with a layout engine twice (once to place it, once to render it). A
+    ``fresh`` figure gets the same placing draw first; a figure that ``draw`` updated in place was
+    placed by the previous frame's render already, so one draw does (half the cost per frame).
+    """
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    old_canvas, old_dpi = fig.canvas, fig.dpi
+    canvas = FigureCanvasAgg(fig)  # also for figures closed in pyplot or made by another backend
+    try:
+        fig.dpi = dpi
+        if fresh and fig.get_layout_engine() is not None:
+            fig.draw_without_rendering()
+        canvas.draw()
+        return np.array(canvas.buffer_rgba())
+    finally:
+        fig.dpi = old_dpi
+        fig.set_canvas(old_canvas)
+
+
+def _png_bytes(fig, dpi: float, colors: int, *, fresh: bool = True) -> bytes:
     """``fig`` as a palette PNG (``colors`` colours, no dithering) at ``dpi``."""
     from PIL import Image
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi)
-    img = Image.open(io.BytesIO(buf.getvalue())).convert("RGB")
+    img = Image.fromarray(_rgba(fig, dpi, fresh=fresh)).convert("RGB")
     out = io.BytesIO()
     img.quantize(colors=colors, dither=Image.Dither.NONE).save(out, format="PNG", optimize=True)
     return out.getvalue()
@@ -131,15 +152,17 @@ def _svg_bytes(fig) -> bytes:
     return buf.getvalue()
 
 
-def _draw_frames(draw, grid):
-    """Every grid point drawn once: ``{key: Figure}`` (closed in pyplot, still renderable)."""
+def _drawn(draw, grid):
+    """Yield ``(key, figure, fresh)`` for every grid point; ``fresh`` is ``False`` when ``draw``
+    returned a figure it had returned before (updated in place: it must be encoded before the next
+    point is drawn)."""
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
     from symbreak.plotting import legible
 
     names = list(grid)
-    figures = {}
+    seen = set()
     for idx in itertools.product(*(range(len(grid[n])) for n in names)):
         params = {n: grid[n][i] for n, i in zip(names, idx)}
         fig = draw(**params)
@@ -149,25 +172,52 @@ def _draw_frames(draw, grid):
         try:
             legible(fig)
         finally:
-            plt.close(fig)  # off pyplot's list; savefig still renders a closed figure
-        figures["-".join(map(str, idx))] = fig
-    return figures
+            plt.close(fig)  # off pyplot's list; it still renders
+        fresh = id(fig) not in seen
+        seen.add(id(fig))
+        yield "-".join(map(str, idx)), fig, fresh
 
 
-def _encode_frames(figures, dpi, colors, max_bytes):
-    """Every figure encoded, as PNG or as SVG, whichever is smaller for the first one; ``None`` as soon
-    as the data URLs pass ``max_bytes``."""
-    frames, total, use_svg = {}, 0, None
-    for key, fig in figures.items():
-        png = _png_bytes(fig, dpi, colors)
-        if use_svg is None:
-            use_svg = len(_svg_bytes(fig)) < len(png)
-        mime, data = ("image/svg+xml", _svg_bytes(fig)) if use_svg else ("image/png", png)
-        total += len(f"data:{mime};base64,") + 4 * ((len(data) + 2) // 3)
-        if total > max_bytes:
-            return None, total
-        frames[key] = (mime, data, png)
-    return frames, total
+def _encode(fig, fresh, dpi, colors, use_svg):
+    png = _png_bytes(fig, dpi, colors, fresh=fresh)
+    if use_svg is None:
+        use_svg = len(_svg_bytes(fig)) < len(png)
+    mime, data = ("image/svg+xml", _svg_bytes(fig)) if use_svg else ("image/png", png)
+    return (mime, data, png), use_svg
+
+
+def _data_url_size(mime, data) -> int:
+    return len(f"data:{mime};base64,") + 4 * ((len(data) + 2) // 3)
+
+
+def _frames(draw, grid, dpi, colors, max_bytes):
+    """Every grid point drawn and encoded (PNG or SVG, whichever is smaller for the first one), at
+    ``dpi`` or, when the data URLs pass ``max_bytes``, at 80 % or 60 % of it.
+
+    Each frame is encoded as soon as it is drawn, so ``draw`` may return one figure updated in place
+    (much cheaper than a new figure per point). Distinct figures are kept and only re-encoded at a
+    lower resolution; when ``draw`` updates a figure in place, every point is drawn again.
+    Returns ``(frames, total, size_in)``, ``frames`` ``None`` when even 60 % does not fit.
+    """
+    kept, reused, size_in, total = {}, False, None, 0
+    for scale in (1.0, 0.8, 0.6):
+        frames, total, use_svg = {}, 0, None
+        source = ((key, fig, True) for key, fig in kept.items()) if scale < 1.0 and not reused else _drawn(draw, grid)
+        for key, fig, fresh in source:
+            if size_in is None:
+                size_in = tuple(fig.get_size_inches())
+            if scale == 1.0 and not reused:
+                reused = not fresh
+                kept = {} if reused else {**kept, key: fig}
+            if total > max_bytes:
+                if reused:
+                    break  # drawn again at the next resolution
+                continue  # keep drawing: the kept figures are re-encoded at the next resolution
+            frames[key], use_svg = _encode(fig, fresh, dpi * scale, colors, use_svg)
+            total += _data_url_size(*frames[key][:2])
+        if total <= max_bytes:
+            return frames, total, size_in
+    return None, total, size_in
 
 
 def static_html(
@@ -186,7 +236,9 @@ def static_html(
     Parameters
     ----------
     draw : callable
-        ``draw(**params)`` returns a matplotlib Figure (closed here after rendering).
+        ``draw(**params)`` returns a matplotlib Figure (closed here after rendering). It may return
+        the same Figure every time, updated in place (only the changing artists redrawn): each
+        frame is encoded before the next point is drawn.
     grid : mapping
         Parameter name -> list of slider values, in slider order.
     alt : str
@@ -220,15 +272,11 @@ def static_html(
     labels = dict(labels or {})
     names = list(grid)
 
-    figures = _draw_frames(draw, grid)  # drawn once; only the encoding depends on the resolution
-    size_in = tuple(next(iter(figures.values())).get_size_inches())
-    for scale in (1.0, 0.8, 0.6):
-        frames, total = _encode_frames(figures, dpi * scale, int(colors), max_bytes)
-        if frames is not None:
-            break
-    else:
+    frames, total, size_in = _frames(draw, grid, dpi, int(colors), max_bytes)
+    n_frames = math.prod(len(v) for v in grid.values())
+    if frames is None:
         raise ValueError(
-            f"the {len(figures)} frames of this explorer take more than max_bytes={max_bytes} bytes even at the "
+            f"the {n_frames} frames of this explorer take more than max_bytes={max_bytes} bytes even at the "
             f"lowest resolution: use fewer grid points or smaller figures"
         )
     payload = {

@@ -32,6 +32,7 @@ __all__ = [
     "MIN_FONT_PT",
     "use_style",
     "legible",
+    "streamlines",
     "mode_color",
     "mode_colors",
     "param_colors",
@@ -276,6 +277,45 @@ def subplots(nrows: int = 1, ncols: int = 1, *, width: float = 3.4, height: floa
     use_style()
     kwargs.setdefault("squeeze", False)
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), **kwargs)
+
+
+def streamlines(ax, x, y, u, v, *, color="0.55", linewidth=0.5, arrow_length=0.03, density=0.8, **kwargs):
+    """``ax.streamplot`` with its arrowheads drawn as one polygon collection.
+
+    Matplotlib draws each streamline's arrow as a ``FancyArrowPatch`` whose path is recomputed in
+    display coordinates at every render, most of the cost of rendering a portrait; here every
+    streamline gets one filled triangle at the middle of its length (where streamplot puts its
+    arrow), pointing along the flow, all in a single ``PolyCollection``. ``arrow_length`` is the
+    head's length as a fraction of the x-axis span (its width is half of it, in the same data units,
+    so the heads keep their shape on axes with equal aspect). Returns ``(lines, heads)``.
+    """
+    from matplotlib.collections import PolyCollection
+
+    lines = ax.streamplot(x, y, u, v, color=color, linewidth=linewidth, density=density, num_arrows=0, **kwargs).lines
+    segments = lines.get_segments()  # two-point pieces, streamline after streamline
+    heads = []
+    start = 0
+    for k in range(1, len(segments) + 1):
+        if k < len(segments) and np.array_equal(segments[k][0], segments[k - 1][1]):
+            continue
+        pts = np.array([seg[0] for seg in segments[start:k]] + [segments[k - 1][1]])
+        arc = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(pts, axis=0).T))])
+        start = k
+        if arc[-1] <= 0:
+            continue
+        i = min(int(np.searchsorted(arc, 0.5 * arc[-1])), len(pts) - 2)
+        direction = pts[i + 1] - pts[i]
+        norm = np.hypot(*direction)
+        if norm == 0:
+            continue
+        span = abs(float(np.ptp(np.asarray(x, dtype=float))))
+        along = direction / norm * arrow_length * span
+        across = np.array([-along[1], along[0]]) * 0.5
+        tip = 0.5 * (pts[i] + pts[i + 1]) + 0.5 * along
+        heads.append([tip, tip - along + 0.5 * across, tip - along - 0.5 * across])
+    collection = PolyCollection(heads, facecolors=color, edgecolors="none", zorder=lines.get_zorder())
+    ax.add_collection(collection, autolim=False)
+    return lines, collection
 
 
 def panel_grid(n: int, *, width: float = 2.5, height: float = 2.4, max_width: float = PAGE_WIDTH_IN, **kwargs):
