@@ -118,7 +118,7 @@ INSPECT_JS = r"""
   // Boxes wider than the column (tables, formulas, API signatures) scroll with a visible cue: a
   // gradient at the edges (background shadows or a fading mask).
   out.uncued = [];
-  document.querySelectorAll('.bd-article table, span.math, div.math mjx-container, dl.py > dt.sig').forEach(e => {
+  document.querySelectorAll('.bd-article table, span.math, div.math mjx-container, dl.py > dt.sig, div.figure-scroll').forEach(e => {
     const r = e.getBoundingClientRect();
     if (r.width === 0) return;
     let s = e;
@@ -140,6 +140,8 @@ INSPECT_JS = r"""
   });
   document.querySelectorAll('img').forEach(img => out.images.push({
     src: img.getAttribute('src').slice(0, 120), ok: img.complete && img.naturalWidth > 0,
+    declared: parseFloat(img.style.width) || null, natural: img.naturalWidth,
+    shown: img.getBoundingClientRect().width,
     alt: img.getAttribute('alt'), inExplorer: !!img.closest('.symbreak-explorer'),
     logo: !!img.closest('.navbar-brand, .sidebar-brand, .logo')}));
   document.querySelectorAll('a[href]').forEach(a => out.links.push(a.getAttribute('href')));

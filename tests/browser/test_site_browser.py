@@ -66,6 +66,62 @@ def test_wide_boxes_scroll_with_a_cue_at_400px(phone_report, name):
     assert r["overflow"] == [], f"{name} at 400 px: {r['overflow']}"
 
 
+#: Smallest text, in CSS px, that a figure may show on a 400 px phone.
+MIN_FIGURE_TEXT_PX = 8.0
+
+
+def figure_text_px(image: dict) -> float | None:
+    """On-screen size, in CSS px, of the smallest text of a figure image as the browser shows it.
+
+    The book's figures (symbreak.plotting's inline PNGs and symbreak.explorer's frames) declare
+    their width at 100 CSS px per figure inch, so the image's dpi is its natural width over its
+    width in inches; ``plotting.legible`` keeps every text at least ``MIN_FONT_PT`` points, scaled
+    up by the figure's width over the page width when the figure is wider than ``PAGE_WIDTH_IN``.
+    The text is that many points at the image's dpi, times the scale at which it is shown.
+    ``None`` when the image has no declared width (not a figure of the house style).
+    """
+    from symbreak import plotting
+
+    if not image["declared"] or not image["natural"]:
+        return None
+    width_in = image["declared"] / 100.0
+    dpi = image["natural"] / width_in
+    text_pt = plotting.MIN_FONT_PT / min(1.0, plotting.PAGE_WIDTH_IN / width_in)
+    return text_pt / 72.0 * dpi * image["shown"] / image["natural"]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_figure_text_is_legible_at_400px(phone_report, name):
+    """On a phone every figure shows its smallest text at 8 px or more: a wide figure keeps a legible
+    width and scrolls sideways in its own box (with a cue) instead of shrinking to the column."""
+    small = []
+    for image in phone_report[name]["images"]:
+        if image["logo"] or image["shown"] == 0:  # the logo; a figure inside a folded block
+            continue
+        px = figure_text_px(image)
+        if px is None:
+            small.append((image["src"][:60], "no declared width: text size unknown"))
+        elif px < MIN_FIGURE_TEXT_PX:
+            small.append((image["src"][:60], f"text {px:.1f} px ({image['shown']:.0f} px wide)"))
+    assert small == [], f"{name} at 400 px: figures with text under {MIN_FIGURE_TEXT_PX} px {small}"
+
+
+def test_the_figure_text_check_catches_a_shrunk_figure(browser, base_url):
+    """Scaled into the phone's column (what the theme does without the book's script and styles),
+    the multi-panel figures of the Platonic chapter show text under 8 px and the check says so."""
+    context = browser.new_context(viewport={"width": 400, "height": 860})
+    try:
+        page, _ = visit(context, f"{base_url}/book/platonic/experiments.html")
+        images = [i for i in page.evaluate(INSPECT_JS)["images"] if not i["logo"] and i["shown"]]
+        assert images and all(figure_text_px(i) >= MIN_FIGURE_TEXT_PX for i in images)
+        page.add_style_tag(content=".bd-article img { min-width: 0 !important; }")
+        shrunk = [figure_text_px(i) for i in page.evaluate(INSPECT_JS)["images"] if not i["logo"] and i["shown"]]
+        assert sum(px < MIN_FIGURE_TEXT_PX for px in shrunk) >= 3, shrunk
+        page.close()
+    finally:
+        context.close()
+
+
 def test_the_layout_checks_catch_the_theme_defaults(browser, base_url):
     """Without the book's stylesheet (the theme's rules alone) the checks above report each defect
     they guard against at 400 px: the API page scrolls sideways, inline math and the next-page link
