@@ -50,7 +50,11 @@ __all__ = [
 FIGURES_ENV_VAR = "SYMBREAK_FIGURES"
 
 #: Fixed colours for the roles that recur across chapters (Okabe & Ito's colour-blind-safe palette;
-#: grey for gradient descent, near-black for theory).
+#: grey for gradient descent, near-black for theory): ``theory``, ``sgd``, ``gd``, ``entropic``,
+#: ``weight_decay``, ``no_noise``, ``decoder``, ``encoder``, ``contractive``, ``expansive``, ``A``, ``B``,
+#: ``lambert``, ``sqrt``.
+#:
+#: :meta hide-value:
 ROLE_COLORS = {
     "theory": "#222222",
     "sgd": "#0072B2",  # blue
@@ -69,7 +73,10 @@ ROLE_COLORS = {
 }
 
 #: Roles that figures draw against each other: each pair must stay distinguishable for readers
-#: with protanopia, deuteranopia or tritanopia (tested in ``tests/test_support.py``).
+#: with protanopia, deuteranopia or tritanopia (tested in ``tests/test_support.py``). A list of
+#: pairs of keys of :data:`ROLE_COLORS`, such as ``("sgd", "gd")``.
+#:
+#: :meta hide-value:
 CONTRASTING_ROLES = [
     ("sgd", "gd"),
     ("sgd", "entropic"),
