@@ -196,3 +196,53 @@ def test_panel_grid_keeps_strips_within_the_page_column():
             plotting.panel_grid(bad)
     with pytest.raises(ValueError, match="width"):
         plotting.panel_grid(3, width=-1)
+
+
+def test_place_legends_moves_a_legend_off_the_data():
+    """A legend put where the curves are is moved to an empty corner; one that leaves the data free
+    stays where it is."""
+    fig, axes = plotting.subplots(1, 2)
+    x = np.linspace(0, 1, 50)
+    ax = axes[0, 0]
+    ax.plot(x, 1 - x, label="falling")  # through the upper-left and lower-right corners
+    ax.plot(x, 1 - x**2, label="bowed")
+    ax.legend(loc="upper left")
+    free = axes[0, 1]
+    free.plot(x, x, label="rising")
+    free.legend(loc="upper left")
+    assert plotting.legend_overlap(ax.get_legend()) > 0
+    assert plotting.legend_overlap(free.get_legend()) == 0
+    plotting.place_legends(fig)
+    assert plotting.legend_overlap(ax.get_legend()) == 0
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["falling", "bowed"]
+    assert free.get_legend()._loc == 2  # untouched
+    matplotlib.pyplot.close(fig)
+
+
+def test_place_legends_puts_a_legend_outside_when_the_data_fill_the_axes():
+    fig, axes = plotting.subplots(1, 1)
+    ax = axes[0, 0]
+    rng = np.random.default_rng(0)
+    for k in range(6):
+        ax.plot(np.linspace(0, 1, 200), rng.random(200), label=f"noise {k}")
+    ax.legend(loc="lower left")
+    assert plotting.legend_overlap(ax.get_legend()) > 0
+    plotting.place_legends(fig)
+    assert plotting.legend_overlap(ax.get_legend()) == 0
+    fig.canvas.draw()
+    box = ax.get_legend().get_window_extent()
+    assert box.x0 >= ax.get_window_extent().x1  # to the right of the axes
+    assert box.x1 <= fig.bbox.x1 + 1  # and inside the figure (constrained layout made room)
+    matplotlib.pyplot.close(fig)
+
+
+def test_the_house_png_places_legends(monkeypatch):
+    """The inline PNG of a figure goes through place_legends, after legible."""
+    calls = []
+    monkeypatch.setattr(plotting, "place_legends", lambda fig: calls.append(fig) or fig)
+    fig, axes = plotting.subplots(1, 1)
+    axes[0, 0].plot([0, 1], [0, 1], label="line")
+    axes[0, 0].legend()
+    plotting._house_png(fig)
+    assert calls == [fig]
+    matplotlib.pyplot.close(fig)

@@ -136,7 +136,7 @@ def _draw_frames(draw, grid):
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    from symbreak.plotting import legible
+    from symbreak.plotting import legible, place_legends
 
     names = list(grid)
     figures = {}
@@ -147,7 +147,7 @@ def _draw_frames(draw, grid):
             plt.close("all")
             raise TypeError(f"draw must return a matplotlib Figure, got {type(fig).__name__} for {params}")
         try:
-            legible(fig)
+            place_legends(legible(fig))
         finally:
             plt.close(fig)  # off pyplot's list; savefig still renders a closed figure
         figures["-".join(map(str, idx))] = fig
