@@ -219,7 +219,7 @@ def test_place_legends_moves_a_legend_off_the_data():
     matplotlib.pyplot.close(fig)
 
 
-def test_place_legends_puts_a_legend_outside_when_the_data_fill_the_axes():
+def test_place_legends_puts_a_legend_below_when_the_data_fill_the_axes():
     fig, axes = plotting.subplots(1, 1)
     ax = axes[0, 0]
     rng = np.random.default_rng(0)
@@ -231,8 +231,9 @@ def test_place_legends_puts_a_legend_outside_when_the_data_fill_the_axes():
     assert plotting.legend_overlap(ax.get_legend()) == 0
     fig.canvas.draw()
     box = ax.get_legend().get_window_extent()
-    assert box.x0 >= ax.get_window_extent().x1  # to the right of the axes
-    assert box.x1 <= fig.bbox.x1 + 1  # and inside the figure (constrained layout made room)
+    labels = ax.get_tightbbox(bbox_extra_artists=[])  # the axes with their tick and axis labels
+    assert box.y1 <= labels.y0 + 1  # below the axes and the x label
+    assert box.y0 >= fig.bbox.y0 - 1  # and inside the figure (constrained layout made room)
     matplotlib.pyplot.close(fig)
 
 

@@ -226,10 +226,12 @@ def place_legends(fig):
     The house rule for legends: never over the data. A legend that covers any point of its axes'
     lines or markers (:func:`legend_overlap`) is tried in each corner and edge of the axes, in
     matplotlib's order, and kept at the first place where it covers nothing; if there is none, it
-    goes outside, to the right of the axes (constrained layout makes room). Returns ``fig``.
+    goes outside, centred below the axes and their tick and axis labels (constrained layout makes
+    room), so that the panels of a strip keep their widths. Returns ``fig``.
     """
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
+    below = []
     for ax in fig.axes:
         legend = ax.get_legend()
         if legend is None or not legend.get_visible() or legend_overlap(legend, renderer) == 0:
@@ -239,10 +241,20 @@ def place_legends(fig):
             if legend_overlap(legend, renderer) == 0:
                 break
         else:
-            legend.set_loc("upper left")
-            legend.set_bbox_to_anchor((1.02, 1.0), transform=ax.transAxes)
-        fig.canvas.draw()
-        renderer = fig.canvas.get_renderer()
+            below.append((ax, legend, legend.get_window_extent(renderer).height / fig.dpi))
+            legend.set_loc("upper center")
+    if below:
+        # the figure grows by the tallest legend moved below, so that the panels keep their height
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width, height + max(h for _, _, h in below) + 0.1)
+        for _ in range(4):  # the layout moves the axes as it makes room: settle the offsets
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            for ax, legend, _ in below:
+                box = ax.get_window_extent(renderer)
+                labels = ax.get_tightbbox(renderer, bbox_extra_artists=[]).y0  # below ticks and labels
+                legend.set_bbox_to_anchor((0.5, (labels - box.y0) / box.height - 0.02), transform=ax.transAxes)
+    fig.canvas.draw()
     return fig
 
 

@@ -122,6 +122,12 @@ def test_the_figure_text_check_catches_a_shrunk_figure(browser, base_url):
         context.close()
 
 
+@pytest.mark.parametrize("name", PAGES)
+def test_punctuation_stays_with_inline_math_at_400px(phone_report, name):
+    """At 400 px no full stop or comma after an inline formula starts a line on its own."""
+    assert phone_report[name]["orphanPunct"] == [], f"{name} at 400 px: {phone_report[name]['orphanPunct']}"
+
+
 def test_the_layout_checks_catch_the_theme_defaults(browser, base_url):
     """Without the book's stylesheet (the theme's rules alone) the checks above report each defect
     they guard against at 400 px: the API page scrolls sideways, inline math and the next-page link
@@ -235,6 +241,39 @@ def test_internal_links_resolve(report, site, name):
         if frag and target.suffix == ".html" and frag not in _ids(target):
             broken.append(href)
     assert sorted(broken) == [], f"{name}: internal links that lead nowhere {sorted(broken)}"
+
+
+#: A printed NumPy array (``[0.665 0.594 0.685]``) and float noise (``0.30000000000000004``).
+NUMPY_ARRAY = re.compile(r"\[\s*-?\d*\.?\d+(?:e[-+]?\d+)?(?:\s+-?\d*\.?\d+(?:e[-+]?\d+)?)+\s*\]")
+FLOAT_NOISE = re.compile(r"\d\.\d*(?:0{6,}|9{6,})\d")
+#: Pages whose printed outputs read as labelled numbers and small tables, never as raw arrays.
+LABELLED_OUTPUT_PAGES = [name for name in PAGES if name.startswith("book/beyond/")]
+
+
+def cell_output_text(html: str) -> list[str]:
+    """The text of every cell output of a built page."""
+    import html as html_lib
+
+    outputs = re.findall(r'<div class="cell_output docutils container">(.*?)</div>\s*</div>\s*</div>', html, re.S)
+    return [html_lib.unescape(re.sub(r"<[^>]+>", "", o)) for o in outputs]
+
+
+def test_the_printed_array_check_catches_a_raw_array():
+    page = '<div class="cell_output docutils container"><div><div><pre>final CKA [0.665 0.594 0.52 ]</pre></div></div></div>'
+    assert NUMPY_ARRAY.search(cell_output_text(page)[0])
+    assert FLOAT_NOISE.search("η = 0.30000000000000004") and not FLOAT_NOISE.search("η = 0.3")
+    assert not NUMPY_ARRAY.search("per replica 0.665, 0.594, 0.520")
+
+
+@pytest.mark.parametrize("name", LABELLED_OUTPUT_PAGES)
+def test_printed_numbers_are_labelled_not_raw_arrays(site, name):
+    """Every number these pages print has a label (or sits in a table), rounded: no bare NumPy
+    array repr and no float noise."""
+    bad = []
+    for text in cell_output_text((site / (name + ".html")).read_text()):
+        for pattern in (NUMPY_ARRAY, FLOAT_NOISE):
+            bad += [text[max(0, m.start() - 40) : m.end()].strip() for m in pattern.finditer(text)]
+    assert bad == [], f"{name}: raw printed arrays or float noise {bad}"
 
 
 def test_no_source_maps_and_a_favicon(site):
