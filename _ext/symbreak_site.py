@@ -152,6 +152,8 @@ def _keep_punctuation_with_math(app, doctree, docname) -> None:
     """Wrap every inline formula followed by punctuation, and that punctuation, in a no-wrap span."""
     from docutils import nodes
 
+    if app is not None and app.builder.format != "html":
+        return  # LaTeX keeps a formula and its punctuation together by itself
     for math in list(doctree.findall(nodes.math)):
         parent = math.parent
         if parent is None or isinstance(parent, nodes.inline) and "math-nowrap" in parent["classes"]:
