@@ -246,6 +246,8 @@ def test_internal_links_resolve(report, site, name):
 #: A printed NumPy array (``[0.665 0.594 0.685]``) and float noise (``0.30000000000000004``).
 NUMPY_ARRAY = re.compile(r"\[\s*-?\d*\.?\d+(?:e[-+]?\d+)?(?:\s+-?\d*\.?\d+(?:e[-+]?\d+)?)+\s*\]")
 FLOAT_NOISE = re.compile(r"\d\.\d*(?:0{6,}|9{6,})\d")
+#: A Markdown table printed as text (an output rendered as CommonMark, which has no tables).
+RAW_TABLE = re.compile(r"\|\s*:?(?:-{3,}|[—–][—–-]*):?\s*\|")  # typography turns --- into —
 #: Pages whose printed outputs read as labelled numbers and small tables, never as raw arrays.
 LABELLED_OUTPUT_PAGES = [name for name in PAGES if name.startswith("book/beyond/")]
 
@@ -263,15 +265,16 @@ def test_the_printed_array_check_catches_a_raw_array():
     assert NUMPY_ARRAY.search(cell_output_text(page)[0])
     assert FLOAT_NOISE.search("η = 0.30000000000000004") and not FLOAT_NOISE.search("η = 0.3")
     assert not NUMPY_ARRAY.search("per replica 0.665, 0.594, 0.520")
+    assert RAW_TABLE.search("| mode a | scale |\n|---|---|\n| 1 | 1.9 |") and RAW_TABLE.search("|—|—|")
 
 
 @pytest.mark.parametrize("name", LABELLED_OUTPUT_PAGES)
 def test_printed_numbers_are_labelled_not_raw_arrays(site, name):
     """Every number these pages print has a label (or sits in a table), rounded: no bare NumPy
-    array repr and no float noise."""
+    array repr, no float noise, no Markdown table left as text."""
     bad = []
     for text in cell_output_text((site / (name + ".html")).read_text()):
-        for pattern in (NUMPY_ARRAY, FLOAT_NOISE):
+        for pattern in (NUMPY_ARRAY, FLOAT_NOISE, RAW_TABLE):
             bad += [text[max(0, m.start() - 40) : m.end()].strip() for m in pattern.finditer(text)]
     assert bad == [], f"{name}: raw printed arrays or float noise {bad}"
 
