@@ -11,6 +11,10 @@
 * **Bibliography labels that match the citations.** The text cites author–year ("Kunin et al.,
   2021"); the ``symbreak`` pybtex style labels the bibliography the same way, prints an edition
   once ("2nd edition", "Reprint of the 1980 edition") and keeps DOIs, arXiv eprints and URLs.
+* **Punctuation stays with its formula.** A browser may break a line between an inline formula
+  (an atomic box once MathJax has set it) and the full stop or comma after it, which then starts
+  the next line on its own. Inline math followed by punctuation is wrapped, with that punctuation,
+  in ``<span class="math-nowrap">`` (``white-space: nowrap`` in ``_static/site.css``).
 """
 
 from __future__ import annotations
@@ -140,10 +144,43 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
     files[:] = unique
 
 
+#: Punctuation that must not start a line after an inline formula.
+_TRAILING_PUNCT = re.compile(r"^[.,;:!?)\]}’”…]+")
+
+
+def _keep_punctuation_with_math(app, doctree, docname) -> None:
+    """Wrap every inline formula followed by punctuation, and that punctuation, in a no-wrap span."""
+    from docutils import nodes
+
+    if app is not None and app.builder.format != "html":
+        return  # LaTeX keeps a formula and its punctuation together by itself
+    for math in list(doctree.findall(nodes.math)):
+        parent = math.parent
+        if parent is None or isinstance(parent, nodes.inline) and "math-nowrap" in parent["classes"]:
+            continue
+        index = parent.index(math)
+        if index + 1 >= len(parent.children) or not isinstance(parent[index + 1], nodes.Text):
+            continue
+        text = parent[index + 1]
+        punct = _TRAILING_PUNCT.match(str(text))
+        if not punct:
+            continue
+        rest = str(text)[punct.end() :]
+        wrapper = nodes.inline("", "", classes=["math-nowrap"])
+        parent[index] = wrapper  # by position: Text nodes compare equal by value
+        wrapper += math
+        wrapper += nodes.Text(punct.group(0))
+        if rest:
+            parent[index + 1] = nodes.Text(rest)
+        else:
+            del parent[index + 1]
+
+
 def setup(app):
     register_plugin("pybtex.style.labels", "symbreak-authoryear", AuthorYearLabelStyle)
     register_plugin("pybtex.style.formatting", "symbreak", SymbreakStyle)
     app.connect("builder-inited", _check_vendor)
     app.connect("build-finished", _strip_source_maps)
     app.connect("html-page-context", _dedupe_scripts, priority=100)
+    app.connect("doctree-resolved", _keep_punctuation_with_math)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,9 +1,9 @@
-/* Scroll cues (styles in site.css): a table, API signature or code block wider than its column
+/* Scroll cues (styles in site.css): a table, API signature, code block or figure wider than its column
    scrolls sideways inside its own box; this marks the edges that have more content beyond them
    (.scroll-cue-left, .scroll-cue-right) whenever the box is laid out, resized or scrolled. */
 (function () {
   "use strict";
-  var SELECTOR = ".pst-scrollable-table-container, dl.py > dt.sig, div.highlight > pre";
+  var SELECTOR = ".pst-scrollable-table-container, dl.py > dt.sig, div.highlight > pre, div.figure-scroll";
   function update(el) {
     var more = el.scrollWidth - el.clientWidth;
     el.classList.toggle("scroll-cue-left", more > 1 && el.scrollLeft > 1);

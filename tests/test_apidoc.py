@@ -30,3 +30,35 @@ def test_api_page_builds_without_warnings(tmp_path):
         timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def _constant_values(html: str) -> dict[str, str]:
+    """The value each module constant prints on the API page (``NAME = value`` in its signature)."""
+    import re
+    from html import unescape
+
+    values = {}
+    for m in re.finditer(r'<dl class="py (?:data|attribute)">\s*<dt[^>]*id="([^"]+)"[^>]*>(.*?)</dt>', html, re.S):
+        text = unescape(re.sub(r"<[^>]+>", "", m.group(2)))
+        text = re.sub(r"\s+", " ", text).replace("¶", "").replace("#", "").strip()
+        if "=" in text:
+            values[m.group(1)] = text.split("=", 1)[1].strip()
+    return values
+
+
+def test_no_constant_prints_a_long_value(tmp_path):
+    """A module constant shows its value only when it is short (a number, a name): dictionaries and
+    lists such as plotting.ROLE_COLORS are described by their docstring (``:meta hide-value:``)."""
+    shutil.copy(ROOT / "book" / "api.md", tmp_path / "index.md")
+    (tmp_path / "conf.py").write_text(CONF)
+    subprocess.run(
+        [sys.executable, "-m", "sphinx", "-b", "html", "-q", ".", "_build/html"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=600,
+        check=True,
+    )
+    values = _constant_values((tmp_path / "_build" / "html" / "index.html").read_text())
+    assert values, "expected module constants with values on the API page"
+    long = {name: value[:60] + "..." for name, value in values.items() if len(value) > 80}
+    assert long == {}, f"constants that print values longer than 80 characters: {long}"

@@ -212,4 +212,54 @@ def test_streamlines_put_one_head_per_streamline_pointing_along_the_flow():
     for path in polys:
         tip, b1, b2 = path.vertices[:3]
         assert tip[0] > max(b1[0], b2[0]) and abs(tip[1] - 0.5 * (b1[1] + b2[1])) < 1e-12
+
+
+def test_place_legends_moves_a_legend_off_the_data():
+    """A legend put where the curves are is moved to an empty corner; one that leaves the data free
+    stays where it is."""
+    fig, axes = plotting.subplots(1, 2)
+    x = np.linspace(0, 1, 50)
+    ax = axes[0, 0]
+    ax.plot(x, 1 - x, label="falling")  # through the upper-left and lower-right corners
+    ax.plot(x, 1 - x**2, label="bowed")
+    ax.legend(loc="upper left")
+    free = axes[0, 1]
+    free.plot(x, x, label="rising")
+    free.legend(loc="upper left")
+    assert plotting.legend_overlap(ax.get_legend()) > 0
+    assert plotting.legend_overlap(free.get_legend()) == 0
+    plotting.place_legends(fig)
+    assert plotting.legend_overlap(ax.get_legend()) == 0
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["falling", "bowed"]
+    assert free.get_legend()._loc == 2  # untouched
+    matplotlib.pyplot.close(fig)
+
+
+def test_place_legends_puts_a_legend_below_when_the_data_fill_the_axes():
+    fig, axes = plotting.subplots(1, 1)
+    ax = axes[0, 0]
+    rng = np.random.default_rng(0)
+    for k in range(6):
+        ax.plot(np.linspace(0, 1, 200), rng.random(200), label=f"noise {k}")
+    ax.legend(loc="lower left")
+    assert plotting.legend_overlap(ax.get_legend()) > 0
+    plotting.place_legends(fig)
+    assert plotting.legend_overlap(ax.get_legend()) == 0
+    fig.canvas.draw()
+    box = ax.get_legend().get_window_extent()
+    labels = ax.get_tightbbox(bbox_extra_artists=[])  # the axes with their tick and axis labels
+    assert box.y1 <= labels.y0 + 1  # below the axes and the x label
+    assert box.y0 >= fig.bbox.y0 - 1  # and inside the figure (constrained layout made room)
+    matplotlib.pyplot.close(fig)
+
+
+def test_the_house_png_places_legends(monkeypatch):
+    """The inline PNG of a figure goes through place_legends, after legible."""
+    calls = []
+    monkeypatch.setattr(plotting, "place_legends", lambda fig: calls.append(fig) or fig)
+    fig, axes = plotting.subplots(1, 1)
+    axes[0, 0].plot([0, 1], [0, 1], label="line")
+    axes[0, 0].legend()
+    plotting._house_png(fig)
+    assert calls == [fig]
     matplotlib.pyplot.close(fig)

@@ -915,6 +915,8 @@ def simulate_sgd_variants(
 
 
 #: The explorer's slider box: each parameter's (low, high).
+#:
+#: :meta hide-value:
 EXPLORER_BOX = {
     "eta": (0.002, 0.04),
     "batch_size": (16, 512),

@@ -159,7 +159,7 @@ def _drawn(draw, grid):
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
-    from symbreak.plotting import legible
+    from symbreak.plotting import legible, place_legends
 
     names = list(grid)
     seen = set()
@@ -170,7 +170,7 @@ def _drawn(draw, grid):
             plt.close("all")
             raise TypeError(f"draw must return a matplotlib Figure, got {type(fig).__name__} for {params}")
         try:
-            legible(fig)
+            place_legends(legible(fig))
         finally:
             plt.close(fig)  # off pyplot's list; it still renders
         fresh = id(fig) not in seen

@@ -39,6 +39,8 @@ __all__ = [
     "theory",
     "simulation",
     "style_legend",
+    "legend_overlap",
+    "place_legends",
     "subplots",
     "panel_grid",
     "label_panels",
@@ -51,7 +53,11 @@ __all__ = [
 FIGURES_ENV_VAR = "SYMBREAK_FIGURES"
 
 #: Fixed colours for the roles that recur across chapters (Okabe & Ito's colour-blind-safe palette;
-#: grey for gradient descent, near-black for theory).
+#: grey for gradient descent, near-black for theory): ``theory``, ``sgd``, ``gd``, ``entropic``,
+#: ``weight_decay``, ``no_noise``, ``decoder``, ``encoder``, ``contractive``, ``expansive``, ``A``, ``B``,
+#: ``lambert``, ``sqrt``.
+#:
+#: :meta hide-value:
 ROLE_COLORS = {
     "theory": "#222222",
     "sgd": "#0072B2",  # blue
@@ -70,7 +76,10 @@ ROLE_COLORS = {
 }
 
 #: Roles that figures draw against each other: each pair must stay distinguishable for readers
-#: with protanopia, deuteranopia or tritanopia (tested in ``tests/test_support.py``).
+#: with protanopia, deuteranopia or tritanopia (tested in ``tests/test_support.py``). A list of
+#: pairs of keys of :data:`ROLE_COLORS`, such as ``("sgd", "gd")``.
+#:
+#: :meta hide-value:
 CONTRASTING_ROLES = [
     ("sgd", "gd"),
     ("sgd", "entropic"),
@@ -163,6 +172,93 @@ def legible(fig, *, page_width_in: float = PAGE_WIDTH_IN, min_pt: float = MIN_FO
     return fig
 
 
+def _data_points(ax, renderer):
+    """Display coordinates of what ``ax`` plots: its lines, densified so that a segment crossing a
+    box counts even when its vertices lie outside it, and the points of its markers, error bars and
+    scatter plots. Images and shaded bands are not counted."""
+    from matplotlib.collections import LineCollection, PathCollection
+
+    pts = []
+    for line in ax.get_lines():
+        if not line.get_visible():
+            continue
+        xy = line.get_transform().transform(np.column_stack(line.get_data(orig=False)).astype(float))
+        xy = xy[np.all(np.isfinite(xy), axis=1)]
+        if len(xy) == 0:
+            continue
+        if line.get_linestyle() not in ("None", "", " ") and len(xy) > 1:
+            gaps = np.linalg.norm(np.diff(xy, axis=0), axis=1)  # px between consecutive vertices
+            steps = np.maximum(1, np.ceil(gaps / 2.0)).astype(int)
+            t = np.concatenate([np.arange(k) / k for k in steps])
+            start = np.repeat(xy[:-1], steps, axis=0)
+            end = np.repeat(xy[1:], steps, axis=0)
+            xy = np.vstack([start + (end - start) * t[:, None], xy[-1:]])
+        pts.append(xy)
+    for coll in ax.collections:
+        if not coll.get_visible():
+            continue
+        if isinstance(coll, PathCollection) and len(coll.get_offsets()):
+            pts.append(coll.get_offset_transform().transform(np.asarray(coll.get_offsets(), float)))
+        elif isinstance(coll, LineCollection):
+            for seg in coll.get_segments():
+                pts.append(coll.get_transform().transform(np.asarray(seg, float)))
+    if not pts:
+        return np.empty((0, 2))
+    xy = np.vstack(pts)
+    box = ax.get_window_extent(renderer)  # only what is inside the axes is drawn
+    inside = (xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1)
+    return xy[inside]
+
+
+def legend_overlap(legend, renderer=None) -> int:
+    """How many of its axes' plotted points (lines densified to 2 px, markers) a legend covers."""
+    fig = legend.figure
+    if renderer is None:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    xy = _data_points(legend.axes, renderer)
+    return int(np.sum((xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1)))
+
+
+def place_legends(fig):
+    """Move every axes legend that covers plotted data to where it covers none.
+
+    The house rule for legends: never over the data. A legend that covers any point of its axes'
+    lines or markers (:func:`legend_overlap`) is tried in each corner and edge of the axes, in
+    matplotlib's order, and kept at the first place where it covers nothing; if there is none, it
+    goes outside, centred below the axes and their tick and axis labels (constrained layout makes
+    room), so that the panels of a strip keep their widths. Returns ``fig``.
+    """
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    below = []
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None or not legend.get_visible() or legend_overlap(legend, renderer) == 0:
+            continue
+        for loc in (2, 1, 3, 4, 9, 8, 6, 7, 10):  # upper left, upper right, lower left, lower right, ...
+            legend.set_loc(loc)
+            if legend_overlap(legend, renderer) == 0:
+                break
+        else:
+            below.append((ax, legend, legend.get_window_extent(renderer).height / fig.dpi))
+            legend.set_loc("upper center")
+    if below:
+        # the figure grows by the tallest legend moved below, so that the panels keep their height
+        width, height = fig.get_size_inches()
+        fig.set_size_inches(width, height + max(h for _, _, h in below) + 0.1)
+        for _ in range(4):  # the layout moves the axes as it makes room: settle the offsets
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            for ax, legend, _ in below:
+                box = ax.get_window_extent(renderer)
+                labels = ax.get_tightbbox(renderer, bbox_extra_artists=[]).y0  # below ticks and labels
+                legend.set_bbox_to_anchor((0.5, (labels - box.y0) / box.height - 0.02), transform=ax.transAxes)
+    fig.canvas.draw()
+    return fig
+
+
 def _house_png(fig):
     """The inline backend's PNG of ``fig``: legible, 200 dpi, shown at 100 px per inch.
 
@@ -175,7 +271,7 @@ def _house_png(fig):
     from IPython.core.pylabtools import retina_figure
     from PIL import Image
 
-    out = retina_figure(legible(fig), base64=False)
+    out = retina_figure(place_legends(legible(fig)), base64=False)
     if out is None:  # an empty figure
         return None
     data, meta = out

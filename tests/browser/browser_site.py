@@ -118,7 +118,7 @@ INSPECT_JS = r"""
   // Boxes wider than the column (tables, formulas, API signatures) scroll with a visible cue: a
   // gradient at the edges (background shadows or a fading mask).
   out.uncued = [];
-  document.querySelectorAll('.bd-article table, span.math, div.math mjx-container, dl.py > dt.sig').forEach(e => {
+  document.querySelectorAll('.bd-article table, span.math, div.math mjx-container, dl.py > dt.sig, div.figure-scroll').forEach(e => {
     const r = e.getBoundingClientRect();
     if (r.width === 0) return;
     let s = e;
@@ -138,8 +138,24 @@ INSPECT_JS = r"""
     if (!scrolls || !cue) out.uncued.push(s.tagName.toLowerCase() + '.' + [...s.classList].join('.') +
       (scrolls ? ' scrolls without a cue: ' : ' overflows without scrolling: ') + (e.textContent || '').trim().slice(0, 50));
   });
+  // Punctuation right after an inline formula stays on the formula's line (a full stop that starts
+  // the next line on its own reads as a stray mark).
+  out.orphanPunct = [];
+  document.querySelectorAll('.bd-article span.math').forEach(m => {
+    const box = m.getBoundingClientRect();
+    const next = m.nextSibling;
+    if (!box.width || !next || next.nodeType !== 3 || !/^[.,;:!?)\]]/.test(next.textContent)) return;
+    const range = document.createRange();
+    range.setStart(next, 0);
+    range.setEnd(next, 1);
+    const p = range.getBoundingClientRect();
+    if (p.width && p.left < box.right - 2 && p.top >= box.bottom - 2)
+      out.orphanPunct.push((m.textContent || '').trim().slice(0, 40) + ' | ' + next.textContent.slice(0, 20));
+  });
   document.querySelectorAll('img').forEach(img => out.images.push({
     src: img.getAttribute('src').slice(0, 120), ok: img.complete && img.naturalWidth > 0,
+    declared: parseFloat(img.style.width) || null, natural: img.naturalWidth,
+    shown: img.getBoundingClientRect().width,
     alt: img.getAttribute('alt'), inExplorer: !!img.closest('.symbreak-explorer'),
     logo: !!img.closest('.navbar-brand, .sidebar-brand, .logo')}));
   document.querySelectorAll('a[href]').forEach(a => out.links.push(a.getAttribute('href')));

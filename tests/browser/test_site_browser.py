@@ -66,6 +66,68 @@ def test_wide_boxes_scroll_with_a_cue_at_400px(phone_report, name):
     assert r["overflow"] == [], f"{name} at 400 px: {r['overflow']}"
 
 
+#: Smallest text, in CSS px, that a figure may show on a 400 px phone.
+MIN_FIGURE_TEXT_PX = 8.0
+
+
+def figure_text_px(image: dict) -> float | None:
+    """On-screen size, in CSS px, of the smallest text of a figure image as the browser shows it.
+
+    The book's figures (symbreak.plotting's inline PNGs and symbreak.explorer's frames) declare
+    their width at 100 CSS px per figure inch, so the image's dpi is its natural width over its
+    width in inches; ``plotting.legible`` keeps every text at least ``MIN_FONT_PT`` points, scaled
+    up by the figure's width over the page width when the figure is wider than ``PAGE_WIDTH_IN``.
+    The text is that many points at the image's dpi, times the scale at which it is shown.
+    ``None`` when the image has no declared width (not a figure of the house style).
+    """
+    from symbreak import plotting
+
+    if not image["declared"] or not image["natural"]:
+        return None
+    width_in = image["declared"] / 100.0
+    dpi = image["natural"] / width_in
+    text_pt = plotting.MIN_FONT_PT / min(1.0, plotting.PAGE_WIDTH_IN / width_in)
+    return text_pt / 72.0 * dpi * image["shown"] / image["natural"]
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_figure_text_is_legible_at_400px(phone_report, name):
+    """On a phone every figure shows its smallest text at 8 px or more: a wide figure keeps a legible
+    width and scrolls sideways in its own box (with a cue) instead of shrinking to the column."""
+    small = []
+    for image in phone_report[name]["images"]:
+        if image["logo"] or image["shown"] == 0:  # the logo; a figure inside a folded block
+            continue
+        px = figure_text_px(image)
+        if px is None:
+            small.append((image["src"][:60], "no declared width: text size unknown"))
+        elif px < MIN_FIGURE_TEXT_PX:
+            small.append((image["src"][:60], f"text {px:.1f} px ({image['shown']:.0f} px wide)"))
+    assert small == [], f"{name} at 400 px: figures with text under {MIN_FIGURE_TEXT_PX} px {small}"
+
+
+def test_the_figure_text_check_catches_a_shrunk_figure(browser, base_url):
+    """Scaled into the phone's column (what the theme does without the book's script and styles),
+    the multi-panel figures of the Platonic chapter show text under 8 px and the check says so."""
+    context = browser.new_context(viewport={"width": 400, "height": 860})
+    try:
+        page, _ = visit(context, f"{base_url}/book/platonic/experiments.html")
+        images = [i for i in page.evaluate(INSPECT_JS)["images"] if not i["logo"] and i["shown"]]
+        assert images and all(figure_text_px(i) >= MIN_FIGURE_TEXT_PX for i in images)
+        page.add_style_tag(content=".bd-article img { min-width: 0 !important; }")
+        shrunk = [figure_text_px(i) for i in page.evaluate(INSPECT_JS)["images"] if not i["logo"] and i["shown"]]
+        assert sum(px < MIN_FIGURE_TEXT_PX for px in shrunk) >= 3, shrunk
+        page.close()
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_punctuation_stays_with_inline_math_at_400px(phone_report, name):
+    """At 400 px no full stop or comma after an inline formula starts a line on its own."""
+    assert phone_report[name]["orphanPunct"] == [], f"{name} at 400 px: {phone_report[name]['orphanPunct']}"
+
+
 def test_the_layout_checks_catch_the_theme_defaults(browser, base_url):
     """Without the book's stylesheet (the theme's rules alone) the checks above report each defect
     they guard against at 400 px: the API page scrolls sideways, inline math and the next-page link
@@ -179,6 +241,42 @@ def test_internal_links_resolve(report, site, name):
         if frag and target.suffix == ".html" and frag not in _ids(target):
             broken.append(href)
     assert sorted(broken) == [], f"{name}: internal links that lead nowhere {sorted(broken)}"
+
+
+#: A printed NumPy array (``[0.665 0.594 0.685]``) and float noise (``0.30000000000000004``).
+NUMPY_ARRAY = re.compile(r"\[\s*-?\d*\.?\d+(?:e[-+]?\d+)?(?:\s+-?\d*\.?\d+(?:e[-+]?\d+)?)+\s*\]")
+FLOAT_NOISE = re.compile(r"\d\.\d*(?:0{6,}|9{6,})\d")
+#: A Markdown table printed as text (an output rendered as CommonMark, which has no tables).
+RAW_TABLE = re.compile(r"\|\s*:?(?:-{3,}|[—–][—–-]*):?\s*\|")  # typography turns --- into —
+#: Pages whose printed outputs read as labelled numbers and small tables, never as raw arrays.
+LABELLED_OUTPUT_PAGES = [name for name in PAGES if name.startswith("book/beyond/")]
+
+
+def cell_output_text(html: str) -> list[str]:
+    """The text of every cell output of a built page."""
+    import html as html_lib
+
+    outputs = re.findall(r'<div class="cell_output docutils container">(.*?)</div>\s*</div>\s*</div>', html, re.S)
+    return [html_lib.unescape(re.sub(r"<[^>]+>", "", o)) for o in outputs]
+
+
+def test_the_printed_array_check_catches_a_raw_array():
+    page = '<div class="cell_output docutils container"><div><div><pre>final CKA [0.665 0.594 0.52 ]</pre></div></div></div>'
+    assert NUMPY_ARRAY.search(cell_output_text(page)[0])
+    assert FLOAT_NOISE.search("η = 0.30000000000000004") and not FLOAT_NOISE.search("η = 0.3")
+    assert not NUMPY_ARRAY.search("per replica 0.665, 0.594, 0.520")
+    assert RAW_TABLE.search("| mode a | scale |\n|---|---|\n| 1 | 1.9 |") and RAW_TABLE.search("|—|—|")
+
+
+@pytest.mark.parametrize("name", LABELLED_OUTPUT_PAGES)
+def test_printed_numbers_are_labelled_not_raw_arrays(site, name):
+    """Every number these pages print has a label (or sits in a table), rounded: no bare NumPy
+    array repr, no float noise, no Markdown table left as text."""
+    bad = []
+    for text in cell_output_text((site / (name + ".html")).read_text()):
+        for pattern in (NUMPY_ARRAY, FLOAT_NOISE, RAW_TABLE):
+            bad += [text[max(0, m.start() - 40) : m.end()].strip() for m in pattern.finditer(text)]
+    assert bad == [], f"{name}: raw printed arrays or float noise {bad}"
 
 
 def test_no_source_maps_and_a_favicon(site):
