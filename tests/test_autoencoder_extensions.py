@@ -135,7 +135,11 @@ def test_explorer_rejects_values_outside_its_box(kw, name):
 
 
 def test_explorer_runs_equal_one_run_per_setting():
-    settings = [dict(eta=0.04, batch_size=32, noncommuting=1.0), dict(eta=0.02), dict(eta=0.01, batch_size=512, gap=2.5)]
+    settings = [
+        dict(eta=0.04, batch_size=32, noncommuting=1.0),
+        dict(eta=0.02),
+        dict(eta=0.01, batch_size=512, gap=2.5),
+    ]
     batched = ae.explorer_runs(settings, max_steps=1500, n_records=12, seeds=2, seed=4)
     for s, r in zip(settings, batched):
         one = ae.explorer_run(**s, max_steps=1500, n_records=12, seeds=2, seed=4)
@@ -160,7 +164,9 @@ def test_explorer_runs_isolate_a_diverging_setting(monkeypatch):
     assert out[0]["diverged"] is None and out[0]["scales"].shape == (6, 10)
     assert "step 7" in out[1]["diverged"] and out[1]["scales"].shape == (0, 10)
     monkeypatch.setattr(ae, "_run", real)
-    np.testing.assert_array_equal(out[0]["scales"], ae.explorer_run(0.02, max_steps=500, n_records=5, seeds=1, seed=3)["scales"])
+    np.testing.assert_array_equal(
+        out[0]["scales"], ae.explorer_run(0.02, max_steps=500, n_records=5, seeds=1, seed=3)["scales"]
+    )
 
 
 @pytest.mark.parametrize(

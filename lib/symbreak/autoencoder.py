@@ -1115,7 +1115,9 @@ def explorer_runs(
                 outs[idx[0]].update(tau=np.zeros(0), scales=np.zeros((0, k_)), diverged=str(err))
                 continue
             for i in idx:  # find the diverging settings: one run each
-                outs[i] = explorer_runs([checked[i]], max_steps=max_steps, n_records=n_records, seeds=seeds, seed=seed)[0]
+                outs[i] = explorer_runs([checked[i]], max_steps=max_steps, n_records=n_records, seeds=seeds, seed=seed)[
+                    0
+                ]
             continue
         for i, res in zip(idx, runs):
             outs[i].update(tau=res.tau, scales=res.scales.mean(0))
