@@ -214,11 +214,21 @@ def legend_overlap(legend, renderer=None) -> int:
     """How many of its axes' plotted points (lines densified to 2 px, markers) a legend covers."""
     fig = legend.figure
     if renderer is None:
-        fig.canvas.draw()
-        renderer = fig.canvas.get_renderer()
+        renderer = _drawn_renderer(fig)
     box = legend.get_window_extent(renderer)
     xy = _data_points(legend.axes, renderer)
     return int(np.sum((xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1)))
+
+
+def _drawn_renderer(fig):
+    """Draw ``fig`` and return its renderer; a figure closed in pyplot (whose canvas is the bare
+    base class, as for an explorer frame updated in place) gets an Agg canvas first."""
+    if not hasattr(fig.canvas, "get_renderer"):
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+        FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    return fig.canvas.get_renderer()
 
 
 def place_legends(fig):
@@ -230,8 +240,7 @@ def place_legends(fig):
     goes outside, centred below the axes and their tick and axis labels (constrained layout makes
     room), so that the panels of a strip keep their widths. Returns ``fig``.
     """
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    renderer = _drawn_renderer(fig)
     below = []
     for ax in fig.axes:
         legend = ax.get_legend()
@@ -249,8 +258,7 @@ def place_legends(fig):
         width, height = fig.get_size_inches()
         fig.set_size_inches(width, height + max(h for _, _, h in below) + 0.1)
         for _ in range(4):  # the layout moves the axes as it makes room: settle the offsets
-            fig.canvas.draw()
-            renderer = fig.canvas.get_renderer()
+            renderer = _drawn_renderer(fig)
             for ax, legend, _ in below:
                 box = ax.get_window_extent(renderer)
                 labels = ax.get_tightbbox(renderer, bbox_extra_artists=[]).y0  # below ticks and labels
