@@ -488,7 +488,7 @@ BASE = {
     "validation.check_real": (validation.check_real, ["x", 1.0], {}),
     "validation.check_tolerance": (validation.check_tolerance, ["x", 1e-6], {}),
     "validation.finite_result": (validation.finite_result, ["x", np.ones(2)], {}),
-    "engine.replica_streams": (lambda s, r: engine.replica_streams(s, r)[0].random(), [0, [0, 1]], {}),
+    "engine.replica_streams": (lambda s, r: [g.random() for g in engine.replica_streams(s, r)], [0, [0, 1]], {}),
     "ae.gl_flow_drift": (ae.gl_flow_drift, [LAM, 2, SPD], {}),
     "ae.gl_flow": (ae.gl_flow, [LAM, 2, SPD, np.array([0.0, 0.1])], {}),
     "ae.polar_rotation": (ae.polar_rotation, [SPD], {}),
