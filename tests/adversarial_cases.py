@@ -78,6 +78,7 @@ ACCEPTS_ANY = {
     ("validation.check_int", "minimum"),  # the caller's own bounds
     ("engine.WishartBlockSampler.keep", 0),  # a boolean mask is what keep() takes
     ("engine.TorchWishartBlockSampler.keep", 0),
+    ("validation.ValidationTypeError", 0),  # an exception's message: any object
 }
 
 # (function, argument) pairs whose non-finite output is documented in the function's docstring as by
@@ -249,6 +250,47 @@ XS, _, YS = pl.sample_data(TASK, 0, 5)
 
 def G():
     return rng.make_rng(0)
+
+
+def EN_GRAD(X):
+    """``∇E`` of ``E = ½‖X − X⋆‖_F²`` (a non-spectral energy: the gradient callable of the matrix flow)."""
+    return np.asarray(X, dtype=float) - np.array([[1.0, 0.2], [0.0, 0.5]])
+
+
+def _finite_fields(res):
+    """A TrainResult of train_sgd_samples without its documented NaN (loss before the first step, entropy)."""
+    return res.steps, res.kernels, res.loss[1:], res.weights
+
+
+def _decay(t, y):
+    return -y
+
+
+class _Walk:
+    """The smallest model of engine.run_ensemble: x ← x + eta·noise, one stream per replica."""
+
+    def __init__(self, reps, streams):
+        self.streams = list(streams)
+        self.x = np.zeros(len(reps))
+
+    def draw(self, m):
+        return np.stack([s.standard_normal(m) for s in self.streams], axis=1)
+
+    def step(self, noise, t, step):
+        self.x = self.x + 0.1 * noise[t]
+
+    def magnitude(self):
+        return np.abs(self.x)
+
+    def record(self, mask):
+        return (self.x[mask].copy(),)
+
+    def final(self, mask):
+        return (self.x[mask].copy(),)
+
+    def keep(self, mask):
+        self.x = self.x[mask]
+        self.streams = [s for s, k in zip(self.streams, mask) if k]
 
 
 BASE = {
@@ -446,7 +488,7 @@ BASE = {
     "validation.check_real": (validation.check_real, ["x", 1.0], {}),
     "validation.check_tolerance": (validation.check_tolerance, ["x", 1e-6], {}),
     "validation.finite_result": (validation.finite_result, ["x", np.ones(2)], {}),
-    "engine.replica_streams": (lambda s, r: engine.replica_streams(s, r)[0].random(), [0, [0, 1]], {}),
+    "engine.replica_streams": (lambda s, r: [g.random() for g in engine.replica_streams(s, r)], [0, [0, 1]], {}),
     "ae.gl_flow_drift": (ae.gl_flow_drift, [LAM, 2, SPD], {}),
     "ae.gl_flow": (ae.gl_flow, [LAM, 2, SPD, np.array([0.0, 0.1])], {}),
     "ae.polar_rotation": (ae.polar_rotation, [SPD], {}),
@@ -461,6 +503,78 @@ BASE = {
     "dln.concavity_discriminant": (dln.concavity_discriminant, [0.5, 3], {}),
     "dln.concavity_tail_start": (dln.concavity_tail_start, [3], {}),
     "dln.entropy_gradient_matrix": (dln.entropy_gradient_matrix, [np.diag([2.0, 1.0]), 3], {}),
+    # the names that were listed as NO_CASE_YET (explorer drivers at their smallest settings, functions
+    # that take callables with a well-behaved one, record types through their constructors)
+    "ae.explorer_run": (
+        ae.explorer_run,
+        [0.02, 128, 2, 1.0, 0.0],
+        {"max_steps": 200, "n_records": 2, "seeds": 1, "seed": 1},
+    ),
+    "dln.explorer_view": (dln.explorer_view, [3, 0.0, 2.0], {"n_grid": 4, "n_times": 2, "starts": [0.5, 1.5]}),
+    "pl.explore_alignment": (
+        pl.explore_alignment,
+        [0.01, 0.5],
+        {"steps": 100, "batch_size": 4, "seeds": 1, "seed": 70, "example_seed": 2026},
+    ),
+    "dln.certify_concavity": (dln.certify_concavity, [3], {"max_intervals": 2000, "dps": 20}),
+    "dln.orbit_gram_logdet": (dln.orbit_gram_logdet, [np.array([2.0, 1.0]), 3], {"step": 1e-5}),
+    "dln.matrix_velocity": (
+        lambda X, N, beta: dln.matrix_velocity(X, N=N, beta=beta, grad_energy=EN_GRAD),
+        [np.diag([2.0, 1.0]), 3, 1.0],
+        {},
+    ),
+    "dln.matrix_flow_jacobian": (
+        lambda X, N, beta, r: dln.matrix_flow_jacobian(X, N=N, beta=beta, grad_energy=EN_GRAD, rel_step=r),
+        [np.diag([2.0, 1.0]), 3, 1.0, 1e-4],
+        {},
+    ),
+    "dln.matrix_flow": (
+        lambda X0, t, N, beta: dln.matrix_flow(X0, t, N=N, beta=beta, grad_energy=EN_GRAD, max_steps=500),
+        [np.diag([2.0, 1.0]), np.array([0.0, 0.1])],
+        {"N": 3, "beta": 1.0},
+    ),
+    "engine.run_ensemble": (
+        lambda confs, **kw: engine.run_ensemble(_Walk, confs, record_names=("x",), final_names=("x",), **kw),
+        [(engine.Configuration(2, np.array([0, 3, 5]), {"eta": 0.1}),)],
+        {"seed": 0, "n_chunks": 1, "check_every": 2, "block_steps": 4, "block_draws": 16, "divergence_limit": 1e6},
+    ),
+    "engine.check_interrupt": (engine.check_interrupt, [], {}),
+    "engine.Configuration": (engine.Configuration, [2, np.array([0, 3, 5])], {"params": {"eta": 0.1}}),
+    "engine.EnsembleResult": (
+        engine.EnsembleResult,
+        [np.array([0, 3, 5]), {"x": np.ones((2, 3))}, {"x": np.ones(2)}, {"eta": 0.1}],
+        {"tau": np.array([0.0, 0.3, 0.5])},
+    ),
+    "engine.TorchWishartBlockSampler": (
+        lambda std, b, scale: (
+            engine.TorchWishartBlockSampler(
+                std, b, scale=scale, dtype=np.float64, device="cpu", generator=torch.Generator().manual_seed(0)
+            )
+            .draw(1)
+            .numpy()
+        ),
+        [np.ones(3), np.array([4, 8]), np.ones(2)],
+        {},
+    ),
+    "validation.ValidationTypeError": (validation.ValidationTypeError, ["n must be an integer"], {}),
+    "validation.solve_ivp_bounded": (
+        lambda t_end, y0, t_eval, **kw: validation.solve_ivp_bounded(_decay, t_end, y0, t_eval, **kw),
+        [1.0, np.array([1.0, 2.0]), np.array([0.0, 0.5, 1.0])],
+        {"rtol": 1e-8, "atol": 1e-10, "max_evaluations": 10_000},
+    ),
+    "pl.hessian_trace_at_minimum": (pl.hessian_trace_at_minimum, [NET_A, TASK, WMIN], {}),
+    "pl.loss_hessian": (pl.loss_hessian, [NET_A, TASK, WMIN], {"step": 1e-5}),
+    "pl.sharpness_and_trace": (pl.sharpness_and_trace, [NET_A, TASK, WMIN], {}),
+    "pl.mutual_knn": (pl.mutual_knn, [XS, XS[:, ::-1] + 0.5 * XS, 2], {}),
+    "pl.train_sgd_samples": (  # the finite fields: loss[0] (before any step) and entropy are NaN by design
+        lambda *a, **kw: _finite_fields(pl.train_sgd_samples(*a, **kw)),
+        [NET_A, TASK, WA],
+        {"lr": 0.01, "batch_size": 4, "steps": 4, "n_records": 2, "seed": 0, "scale": 1.0, "lr_warmup": 0},
+    ),
+    "pl.EDLN.check_task": (lambda t: NET_A.check_task(t), [TASK], {}),
+    "pl.EDLN.hidden_labels": (lambda: NET_A.hidden_labels(), [], {}),
+    "pl.Task.data_factor": (lambda: TASK.data_factor(), [], {}),
+    "pl.Task.platonic_kernel": (lambda: TASK.platonic_kernel(), [], {}),
 }
 
 # targeted cases of issue 12 with their correct answers (None: must raise ValueError/TypeError)

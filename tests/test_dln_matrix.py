@@ -97,7 +97,7 @@ def test_entropic_completion_is_unbounded_below():
 
 
 def test_matrix_flow_bounds_its_work():
-    with pytest.raises(RuntimeError, match="max_steps"):
+    with pytest.raises(ValueError, match="max_steps"):
         dln.matrix_flow(np.eye(2), [0.0, 10.0], N=2, beta=np.inf, grad_energy=lambda X: X - 2 * np.eye(2), max_steps=5)
 
 

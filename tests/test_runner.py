@@ -228,9 +228,13 @@ def test_ctrl_c_stops_a_simulation_within_a_second_leaving_no_thread(which, thre
     finally:
         proc.kill()
     assert proc.returncode == 3, err
-    _, _, threads_left = out.split()
+    _, stopped_at, threads_left = out.split()
     assert int(threads_left) == 1  # only the main thread is left
-    assert elapsed < 1.0 + 1.0  # within a second (plus a second for the interpreter to exit on a loaded machine)
+    # within a second (plus a second for a loaded machine), from SIGINT to the child's KeyboardInterrupt
+    # with its threads joined, on the child's own clock (perf_counter is system-wide monotonic on Linux):
+    # the interpreter's exit, which pytest-xdist's parallel workers slow down, is not the simulation's
+    assert float(stopped_at) - t0 < 1.0 + 1.0
+    assert elapsed < 30
 
 
 # ------------------------------------------------------------------ progress bars

@@ -62,6 +62,7 @@ from .validation import (
     check_int,
     check_positive,
     check_positive_array,
+    check_real,
     check_tolerance,
     finite_result,
     solve_ivp_bounded,
@@ -604,6 +605,8 @@ def orbit_gram_logdet(sigma, N, *, rng=None, step: float = 1e-5) -> float:
         Distinct positive singular values (``d ≥ 2``; at most ``d = 8``).
     N : int
         Depth, ``2 ≤ N ≤ 16``.
+    step : float
+        Central-difference step on the rotation angles, in ``(0, 0.01]``.
     """
     from scipy.linalg import expm
 
@@ -612,6 +615,8 @@ def orbit_gram_logdet(sigma, N, *, rng=None, step: float = 1e-5) -> float:
     if sigma.size > 8:
         raise ValueError(f"sigma must hold at most 8 values (d <= 8), got d={sigma.size}")
     step = check_positive("step", step)
+    if step > 1e-2:
+        raise ValueError(f"step must lie in (0, 0.01] (a finite-difference step on the rotation angles), got {step!r}")
     d = sigma.size
     lam = np.diag(sigma ** (1.0 / N))
     Qs = [np.eye(d) if rng is None else _haar_orthogonal(rng, d) for _ in range(N - 1)]
@@ -730,7 +735,8 @@ def certify_concavity(N, *, max_intervals: int = 20_000, dps: int = 30) -> dict:
     Returns
     -------
     dict with ``certified`` (bool), ``tail_start``, ``intervals`` (evaluations used) and
-    ``min_lower`` (smallest certified lower bound of ``Δ_N`` over the accepted intervals).
+    ``min_lower`` (smallest certified lower bound of ``Δ_N`` over the accepted intervals; ``None``
+    when ``max_intervals`` ran out before any interval was accepted).
     """
     import mpmath
 
@@ -782,6 +788,7 @@ def certify_concavity(N, *, max_intervals: int = 20_000, dps: int = 30) -> dict:
             else:
                 m = 0.5 * (a + b)
                 stack += [(a, m), (m, b)]
+    min_lower = min_lower if math.isfinite(min_lower) else None
     return {"certified": ok and not stack, "tail_start": tail, "intervals": used, "min_lower": min_lower}
 
 
@@ -1770,17 +1777,18 @@ def matrix_velocity(X, *, N, beta, grad_energy) -> np.ndarray:
         raise TypeError("grad_energy must be a callable X -> grad E(X)")
     if X.shape[0] != X.shape[1]:
         raise ValueError(f"X must be square, got shape {X.shape}")
-    G = np.asarray(grad_energy(X), dtype=float)
+    G = check_array("grad_energy(X)", grad_energy(X))
     if G.shape != X.shape:
-        raise ValueError(f"grad_energy must return an array of shape {X.shape}, got {G.shape}")
+        raise ValueError(f"grad_energy(X) must return an array of shape {X.shape}, got {G.shape}")
     U, s, Vt = np.linalg.svd(X)
     if not np.all(s > 0) or not np.all(np.isfinite(s)):
         raise ValueError("X must be invertible and finite (all singular values in (0, inf))")
-    if not math.isinf(beta):
-        G = G - (U * _entropy_grad_batched(s, N)[None, :]) @ Vt / beta
     # A_{N,X} in the singular basis (Lemma 2.1): one SVD instead of N fractional matrix powers
     a = A_eigenvalues(s, N)
-    return -U @ (a * (U.T @ G @ Vt.T)) @ Vt
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow (β → 0, huge ∇E) is reported, not returned
+        if not math.isinf(beta):
+            G = G - (U * _entropy_grad_batched(s, N)[None, :]) @ Vt / beta
+        return finite_result("matrix_velocity", -U @ (a * (U.T @ G @ Vt.T)) @ Vt)
 
 
 def matrix_flow_jacobian(X, *, N, beta, grad_energy, rel_step: float = 1e-4) -> np.ndarray:
@@ -1808,9 +1816,9 @@ def matrix_flow(
 ) -> np.ndarray:
     """Integrate :func:`matrix_velocity` from ``X0`` (``scipy.integrate.solve_ivp``, DOP853).
 
-    Returns the matrices at ``t_eval`` (shape ``(T, d, d)``). Raises ``RuntimeError`` when the
-    integration fails or needs more than ``max_steps`` right-hand-side evaluations (no hang), and
-    ``ValueError`` for bad input.
+    Returns the matrices at ``t_eval`` (shape ``(T, d, d)``). Raises ``ValueError`` for bad input,
+    when the integration fails or needs more than ``max_steps`` right-hand-side evaluations (no
+    hang), and when ``grad_energy`` returns a non-finite or misshaped gradient.
     """
     X0 = check_array("X0", X0, ndim=2)
     t_eval = check_array("t_eval", t_eval, ndim=1)
@@ -1823,16 +1831,17 @@ def matrix_flow(
     def rhs(_t, v):
         calls[0] += 1
         if calls[0] > max_steps:
-            raise RuntimeError(f"matrix_flow: more than max_steps={max_steps} evaluations")
+            raise ValueError(f"matrix_flow: more than max_steps={max_steps} evaluations; shorten the horizon")
         return matrix_velocity(v.reshape(shape), N=N, beta=beta, grad_energy=grad_energy).ravel()
 
     if t_eval[-1] == 0.0:
         return np.repeat(X0[None], t_eval.size, axis=0)
-    sol = integrate.solve_ivp(
-        rhs, (0.0, float(t_eval[-1])), X0.ravel(), method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol
-    )
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflowing trial step is rejected, or reported below
+        sol = integrate.solve_ivp(
+            rhs, (0.0, float(t_eval[-1])), X0.ravel(), method="DOP853", t_eval=t_eval, rtol=rtol, atol=atol
+        )
     if not sol.success:
-        raise RuntimeError(f"matrix_flow: integration failed ({sol.message})")
+        raise ValueError(f"matrix_flow: integration failed ({sol.message})")
     return sol.y.T.reshape((t_eval.size,) + shape)
 
 
@@ -1926,8 +1935,8 @@ def explorer_view(N, log10_beta, p, *, n_grid: int = 28, n_times: int = 120, sta
         ``scale_curves`` (``len(starts)`` × ``n_times``).
     """
     N = check_int("N", N, minimum=2, maximum=64)
-    log10_beta = float(log10_beta) if isinstance(log10_beta, (int, float, np.floating, np.integer)) else log10_beta
-    if not isinstance(log10_beta, float) or not math.isfinite(log10_beta) or not -6.0 <= log10_beta <= 6.0:
+    log10_beta = check_real("log10_beta", log10_beta)
+    if not -6.0 <= log10_beta <= 6.0:
         raise ValueError(f"log10_beta must be a number in [-6, 6], got {log10_beta!r}")
     p = _check_p(p)
     if p > 64:

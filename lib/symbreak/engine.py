@@ -798,6 +798,8 @@ class Configuration:
 
     def __post_init__(self):
         self.replicas = check_int("replicas", self.replicas, minimum=1)
+        if not isinstance(self.params, dict):
+            raise TypeError(f"params must be a dict of hyper-parameters, got {type(self.params).__name__}")
         grid = np.asarray(self.record_at)
         if (
             grid.ndim != 1
@@ -833,6 +835,17 @@ class EnsembleResult:
     final: dict
     params: dict
     tau: np.ndarray | None = None
+
+    def __post_init__(self):
+        steps = np.asarray(self.steps)
+        if steps.ndim != 1 or not np.issubdtype(steps.dtype, np.integer) or np.any(np.diff(steps) <= 0):
+            raise TypeError("steps must be a 1-D increasing array of integer steps")
+        for name in ("records", "final", "params"):
+            if not isinstance(getattr(self, name), dict):
+                raise TypeError(f"{name} must be a dict, got {type(getattr(self, name)).__name__}")
+        if self.tau is not None:
+            self.tau = check_array("tau", self.tau, ndim=1, shape=(steps.size,))
+        self.steps = steps
 
     def __getattr__(self, name):
         records = self.__dict__.get("records", {})
@@ -979,15 +992,22 @@ def run_ensemble(
     KeyboardInterrupt
         On Ctrl-C, after every worker thread has stopped (within one block of steps).
     """
+    if isinstance(configurations, (str, bytes, Configuration)) or not hasattr(configurations, "__iter__"):
+        raise TypeError("configurations must be a sequence of Configuration")
     configurations = list(configurations)
     if not configurations:
         raise ValueError("configurations must not be empty")
+    if not all(isinstance(c, Configuration) for c in configurations):
+        raise TypeError("configurations must be a sequence of Configuration")
+    for label, names in (("record_names", record_names), ("final_names", final_names)):
+        if isinstance(names, str) or not isinstance(names, (tuple, list)) or not all(isinstance(n, str) for n in names):
+            raise TypeError(f"{label} must be a tuple of names (str), got {names!r}")
     check_every = check_int("check_every", check_every, minimum=1)
     block_steps = check_int("block_steps", block_steps, minimum=1)
     block_draws = check_int("block_draws", block_draws, minimum=1)
-    limit = float(divergence_limit)
-    if not np.isfinite(limit) or limit <= 0:
-        raise ValueError(f"divergence_limit must lie in (0, inf), got {divergence_limit!r}")
+    limit = check_positive("divergence_limit", divergence_limit)
+    if not callable(model_factory):
+        raise TypeError(f"model_factory must be a callable (replicas, streams) -> model, got {model_factory!r}")
     grids, params, owner = [], [], []
     for c, conf in enumerate(configurations):
         for _ in range(conf.replicas):
@@ -1063,16 +1083,26 @@ class TorchWishartBlockSampler:
         import torch
 
         self.torch, self.device, self.gen = torch, torch.device(device), generator
+        if np.dtype(dtype) not in (np.dtype(np.float64), np.dtype(np.float32)):
+            raise ValueError(f"dtype must be float64 or float32, got {np.dtype(dtype)}")
         self.tdt = torch.float64 if np.dtype(dtype) == np.float64 else torch.float32
         std = check_array("std", std, ndim=1)
-        b = np.asarray(batch_sizes, dtype=np.int64)
         d = std.size
+        if d == 0 or np.any(std <= 0):
+            raise ValueError("std must be a non-empty array of standard deviations > 0")
+        b = np.asarray(batch_sizes)
+        if b.ndim != 1 or b.size == 0 or not np.issubdtype(b.dtype, np.integer):
+            raise TypeError(f"batch_sizes must be a non-empty 1-D array of integers, got {batch_sizes!r}")
         if np.any(b < d):
             raise ValueError(f"batch_sizes must all be >= d = {d} on a torch device")
+        b = b.astype(np.int64)
+        scale = check_array("scale", scale, ndim=1, shape=b.shape)
+        if np.any(scale <= 0) or 2 * np.log(std.max()) + np.log(scale.max()) + np.log(d) > np.log(1e300):
+            raise ValueError("scale must hold one multiplier > 0 per replica, with std² · scale · d below 1e300")
         self.d = d
         rows, cols = np.tril_indices(d, -1)
         self.rows, self.cols = torch.as_tensor(rows, device=self.device), torch.as_tensor(cols, device=self.device)
-        self._set(std, b, np.asarray(scale, dtype=float))
+        self._set(std, b, scale)
 
     def _set(self, std, b, scale):
         torch, d = self.torch, self.d

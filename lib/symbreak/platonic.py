@@ -274,6 +274,9 @@ def platonic_kernel(V, sigma_x, sigma_eps) -> np.ndarray:
     se = check_symmetric_positive_definite("sigma_eps", sigma_eps, size=m)
     if not np.any(V):
         raise ValueError("V must not be the zero matrix (the kernel would vanish)")
+    # K⋆ has unit norm and is homogeneous in V, Σx and Σε: divide each by its largest entry first, so
+    # that no scale in the float64 range overflows or underflows
+    V, sx, se = (a / np.abs(a).max() for a in (V, sx, se))
     w, o = np.linalg.eigh(sx)
     sx_half = (o * np.sqrt(w)) @ o.T
     sx_ihalf = (o / np.sqrt(w)) @ o.T
@@ -1471,17 +1474,21 @@ def loss_hessian(net: EDLN, task: Task, weights, *, step: float = 1e-5) -> np.nd
     numpy.ndarray, shape (p, p)
         ``p = Σ_i d_out d_in``.
     """
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     if not sq:
         raise ValueError("weights must be unstacked (one network) for loss_hessian")
     step = check_positive("step", step)
+    if step > 1e-2:
+        raise ValueError(f"step must lie in (0, 0.01] (a central-difference step on the weights), got {step!r}")
     x0 = _flatten(ws)[0]
     p = x0.size
     probes = np.concatenate([x0 + step * np.eye(p), x0 - step * np.eye(p)])
-    g = _flatten(_entropy_and_loss_gradients(net, task, _unflatten(probes, net.shapes), 0.0))
-    h = (g[:p] - g[p:]) / (2 * step)
-    return _sym(h)
+    with np.errstate(over="ignore", invalid="ignore"):
+        g = _flatten(_entropy_and_loss_gradients(net, task, _unflatten(probes, net.shapes), 0.0))
+        h = (g[:p] - g[p:]) / (2 * step)
+    return finite_result("loss_hessian", _sym(h))
 
 
 def sharpness_and_trace(net: EDLN, task: Task, weights):
@@ -1489,6 +1496,7 @@ def sharpness_and_trace(net: EDLN, task: Task, weights):
 
     Returns two arrays of shape ``(R,)`` for stacked weights, floats otherwise.
     """
+    _check_net(net)
     ws, sq = _stack(net, weights)
     lam, tr = [], []
     for k in range(ws[0].shape[0]):
@@ -1504,11 +1512,13 @@ def hessian_trace_at_minimum(net: EDLN, task: Task, weights):
     ``2 Σ_i tr(Q_iᵀ Q_i) tr(P_i Σx P_iᵀ)`` (``Q_i = G_{i+1}``). With isotropic label noise
     ``Σε = σ² I`` the entropic term at a minimum is ``S = 4 Σ_i tr(Q_iᵀ Σε Q_i) tr(P_i Σx P_iᵀ)
     = 2 σ² tr ∇²L``: minimising ``S`` on the minima is minimising the Hessian trace."""
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
-    p, q = _forward(net, ws)
-    out = sum(2.0 * _tr(_t(q[i]) @ q[i]) * _tr(p[i] @ task.sigma_x @ _t(p[i])) for i in range(net.depth))
-    return float(out[0]) if sq else out
+    with np.errstate(over="ignore", invalid="ignore"):
+        p, q = _forward(net, ws)
+        out = sum(2.0 * _tr(_t(q[i]) @ q[i]) * _tr(p[i] @ task.sigma_x @ _t(p[i])) for i in range(net.depth))
+    return finite_result("hessian_trace_at_minimum", float(out[0]) if sq else out)
 
 
 def linear_cka(h1, h2) -> float:
@@ -1565,7 +1575,7 @@ def mutual_knn(h1, h2, k: int = 10) -> float:
         np.fill_diagonal(d, np.inf)
         return np.argpartition(d, k - 1, axis=1)[:, :k]
 
-    a, b = knn(h1), knn(h2)
+    a, b = knn(_unit_scale(h1)), knn(_unit_scale(h2))  # neighbours do not depend on the scale: no overflow
     hits = [np.intersect1d(a[i], b[i]).size for i in range(n)]
     return float(np.mean(hits) / k)
 
@@ -1636,8 +1646,10 @@ def train_sgd_samples(
     TrainResult
         ``kernels`` are the latent kernels ``P_kᵀP_k`` of the linear block (meaningful as the
         latent kernels only when ``activation is None``); ``loss`` the mean minibatch loss since
-        the previous record; ``entropy`` NaN (no closed form here).
+        the previous record (NaN at the first record, before any step); ``entropy`` NaN (no closed
+        form here).
     """
+    _check_net(net)
     if not isinstance(task, Task):
         raise ValueError(f"task must be a Task, got {type(task).__name__}")
     if task.n != net.n or task.m != net.m:
@@ -1646,8 +1658,8 @@ def train_sgd_samples(
     ws = [w.copy() for w in ws]
     r = ws[0].shape[0]
     lr = _per_replica("lr", lr, r)
-    batch_size = check_int("batch_size", batch_size, minimum=1)
-    steps = check_int("steps", steps, minimum=1)
+    batch_size = check_int("batch_size", batch_size, minimum=1, maximum=MAX_DRAWS // (r * max(net.n, net.m)))
+    steps = check_int("steps", steps, minimum=1, maximum=MAX_STEPS)
     n_records = check_int("n_records", n_records, minimum=1, maximum=steps)
     lr_warmup = check_int("lr_warmup", lr_warmup, minimum=0)
     scale = check_positive("scale", scale)

@@ -268,11 +268,15 @@ def solve_ivp_bounded(
     The same steps and the same dense-output evaluation at ``t_eval`` as ``solve_ivp`` (so the same
     numbers), driven here one step at a time so that nothing can run unbounded:
 
-    * the tolerances are validated first (finite, real, in ``(0, 1]``, ``rtol ≥ 100 ε``);
+    * the arguments are validated first: ``fun`` callable, ``t_end`` finite and ``> 0``, ``y0`` a
+      non-empty 1-D finite real array, ``t_eval`` a non-empty non-decreasing 1-D array in ``[0, t_end]``,
+      the tolerances finite, real, in ``(0, 1]``, ``rtol ≥ 100 ε``;
     * the state is checked after every step: a non-finite state raises ``ValueError``;
+    * a vector field that is not finite and real, or not of the shape of ``y0``, at the initial state
+      raises ``ValueError``; an exception that ``fun`` raises propagates unchanged;
     * a step that does not advance the time (a horizon below the solver's resolution) or more than
-      ``max_evaluations`` evaluations of ``fun`` raise ``ValueError`` naming ``what`` and the time
-      reached, instead of running for hours;
+      ``max_evaluations`` evaluations of ``fun`` (counted inside a step too) raise ``ValueError``
+      naming ``what`` and the time reached, instead of running for hours;
     * a failed solver raises ``ValueError``. The solver object is discarded after any error, so
       no solver state is reused.
 
@@ -288,13 +292,20 @@ def solve_ivp_bounded(
         raise ValueError(f"rtol must be >= 100 machine epsilons ({100 * np.finfo(float).eps:.3g}), got {rtol!r}")
     method = check_choice("method", method, ("RK23", "RK45", "DOP853", "Radau", "BDF", "LSODA"))
     max_evaluations = check_int("max_evaluations", max_evaluations, minimum=1)
-    t_eval = np.asarray(t_eval, dtype=float)
-    t_end = float(t_end)
-    y0 = np.asarray(y0, dtype=float)
+    if not callable(fun):
+        raise TypeError(f"fun must be a callable (t, y) -> dy/dt, got {type(fun).__name__}")
+    t_end = check_positive("t_end", t_end)
+    y0 = check_array("y0", y0, ndim=1)
+    if y0.size == 0:
+        raise ValueError("y0 must not be empty")
+    t_eval = check_array("t_eval", t_eval, ndim=1)
+    if t_eval.size == 0 or t_eval[0] < 0 or t_eval[-1] > t_end or np.any(np.diff(t_eval) < 0):
+        raise ValueError(f"t_eval must be a non-empty, non-decreasing array of times in [0, t_end = {t_end:.6g}]")
     opts = {"rtol": rtol, "atol": atol}
     if jac is not None and method in ("Radau", "BDF", "LSODA"):
         opts["jac"] = jac
-    solver = getattr(integrate, method)(fun, 0.0, y0, t_end, **opts)
+    field = _bounded_field(fun, what, t_end, max_evaluations, method, y0.shape)
+    solver = getattr(integrate, method)(field, 0.0, y0, t_end, **opts)
     out = np.empty((t_eval.size, y0.size))
     i = 0
     while i < t_eval.size:
@@ -328,6 +339,36 @@ def solve_ivp_bounded(
             out[i:] = solver.dense_output()(t_eval[i:]).T
             break
     return out
+
+
+def _bounded_field(fun, what, t_end, max_evaluations, method, shape):
+    """``fun`` with its evaluations counted and its first value checked.
+
+    A vector field that is not finite and real, of the state's ``shape``, at the initial state raises
+    ``ValueError`` (with a NaN
+    there SciPy's first step size is NaN and its step-size control retries forever inside one step);
+    so does the ``max_evaluations + 1``-th evaluation, even inside one step (LSODA, in Fortran, is
+    left to its own bound on the evaluations of one step: its callback does not raise).
+    """
+    calls = [0]
+
+    def bounded(t, y):
+        calls[0] += 1
+        if calls[0] > max_evaluations and method != "LSODA":
+            raise ValueError(
+                f"{what}: reaching t_end = {t_end:.6g} needs more than {max_evaluations} evaluations "
+                f"of the vector field (reached t = {t:.6g}); shorten the horizon"
+            )
+        f = fun(t, y)
+        if calls[0] == 1:
+            arr = np.asarray(f)
+            if arr.shape != shape:
+                raise ValueError(f"{what}: the vector field must return shape {shape}, got {arr.shape}")
+            if arr.dtype.kind not in "iuf" or not np.all(np.isfinite(arr)):
+                raise ValueError(f"{what}: the vector field is not finite and real at the initial state (t = {t:.6g})")
+        return f
+
+    return bounded
 
 
 def finite_result(what: str, value):
