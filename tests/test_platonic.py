@@ -1,5 +1,7 @@
 """Platonic representations: the closed-form kernel, the entropic term, the trainers, the checks."""
 
+import time
+
 import numpy as np
 import pytest
 import scipy.optimize
@@ -628,6 +630,11 @@ def test_gradient_flow_conserves_charges_and_reaches_a_minimum(small_pair):
         assert np.abs(c1 - c0).max() < 1e-5 * np.abs(c0).max()
     with pytest.raises(ValueError, match="t_end"):
         pl.gradient_flow(net_a, task, w0, t_end=0.0)
+    for huge in (1.01e10, 1e20, 1e300):  # refused at once, not after ~15 s of solver work
+        cpu = time.process_time()
+        with pytest.raises(ValueError, match=r"t_end must lie in \(0, 1e\+10\]"):
+            pl.gradient_flow(net_a, task, w0, t_end=huge)
+        assert time.process_time() - cpu < 0.5
     with pytest.raises(ValueError, match="n_records"):
         pl.gradient_flow(net_a, task, w0, t_end=1.0, n_records=0)
     with pytest.raises(ValueError, match="rtol"):

@@ -1397,6 +1397,11 @@ def _unflatten(flat, shapes):
     return out
 
 
+#: The longest horizon :func:`gradient_flow` accepts (``t = 1e10`` costs LSODA ~4000 evaluations of the
+#: example pair's vector field; ``1e20`` exhausted the 100,000-evaluation work bound after ~15 s of CPU).
+_FLOW_MAX_T = 1e10
+
+
 def gradient_flow(
     net: EDLN, task: Task, weights, *, t_end: float, n_records: int = 50, rtol: float = 1e-7, atol: float = 1e-9
 ) -> TrainResult:
@@ -1411,7 +1416,10 @@ def gradient_flow(
     net, task, weights :
         As in :func:`train_gd`.
     t_end : float
-        Final time (> 0); gradient descent with rate ``lr`` for ``t`` steps covers time ``lr·t``.
+        Final time, in ``(0, 1e10]``; gradient descent with rate ``lr`` for ``t`` steps covers time
+        ``lr·t``. (LSODA reaches ``t = 1e10`` in a few thousand evaluations; beyond ``1e12`` or so its
+        steps stop growing and the work bound would be spent after seconds, so a longer horizon is
+        refused at once.)
     n_records : int
         Number of equally spaced record times after ``0`` (≥ 1).
     rtol, atol : float
@@ -1426,6 +1434,11 @@ def gradient_flow(
     net.check_task(task)
     ws, _ = _stack(net, weights)
     t_end = check_positive("t_end", t_end)
+    if t_end > _FLOW_MAX_T:
+        raise ValueError(
+            f"t_end must lie in (0, {_FLOW_MAX_T:g}], got {t_end!r}: beyond it "
+            "LSODA's steps stop growing, so the horizon would exhaust the solver's work bound"
+        )
     n_records = check_int("n_records", n_records, minimum=1)
     rtol = check_positive("rtol", rtol)
     atol = check_positive("atol", atol)
