@@ -510,6 +510,17 @@ BASE = {
         [0.02, 128, 2, 1.0, 0.0],
         {"max_steps": 200, "n_records": 2, "seeds": 1, "seed": 1},
     ),
+    "ae.explorer_runs": (  # the settings' values mutated one by one (bad settings lists: test_autoencoder_extensions)
+        lambda eta, nu, max_steps: ae.explorer_runs(
+            [{"eta": eta, "k": 2}, {"eta": 0.04, "k": 2, "noncommuting": nu}],
+            max_steps=max_steps,
+            n_records=2,
+            seeds=1,
+            seed=1,
+        ),
+        [0.02, 1.0, 200],
+        {},
+    ),
     "dln.explorer_view": (dln.explorer_view, [3, 0.0, 2.0], {"n_grid": 4, "n_times": 2, "starts": [0.5, 1.5]}),
     "pl.explore_alignment": (
         pl.explore_alignment,
