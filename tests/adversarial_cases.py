@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import torch  # imported up front: a forked survey child would spend its time limit on it
+from toy_models import Walk
 
 from symbreak import autoencoder as ae
 from symbreak import config, dln, engine, rng, validation
@@ -266,31 +267,11 @@ def _decay(t, y):
     return -y
 
 
-class _Walk:
-    """The smallest model of engine.run_ensemble: x ← x + eta·noise, one stream per replica."""
+class _Walk(Walk):
+    """The smallest model of engine.run_ensemble: x ← x + 0.1·noise (tests/toy_models.py)."""
 
     def __init__(self, reps, streams):
-        self.streams = list(streams)
-        self.x = np.zeros(len(reps))
-
-    def draw(self, m):
-        return np.stack([s.standard_normal(m) for s in self.streams], axis=1)
-
-    def step(self, noise, t, step):
-        self.x = self.x + 0.1 * noise[t]
-
-    def magnitude(self):
-        return np.abs(self.x)
-
-    def record(self, mask):
-        return (self.x[mask].copy(),)
-
-    def final(self, mask):
-        return (self.x[mask].copy(),)
-
-    def keep(self, mask):
-        self.x = self.x[mask]
-        self.streams = [s for s, k in zip(self.streams, mask) if k]
+        super().__init__(reps, streams, scale=0.1)
 
 
 BASE = {

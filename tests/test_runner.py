@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from toy_models import Walk
 
 from symbreak import autoencoder as ae
 from symbreak import dln
@@ -23,34 +24,7 @@ LAM = ae.geometric_spectrum(8)
 
 
 # ------------------------------------------------------------------ a toy model for the runner
-class _Toy:
-    """x ← x + noise; replica r's state blows up to inf at step ``blow[r]`` (if given)."""
-
-    def __init__(self, reps, streams, blow=None):
-        self.reps, self.streams = np.asarray(reps), list(streams)
-        self.x = np.zeros(len(reps))
-        self.blow = blow
-
-    def draw(self, m):
-        return np.stack([s.standard_normal(m) for s in self.streams], axis=1)  # (m, n)
-
-    def step(self, noise, t, step):
-        self.x = self.x + noise[t]
-        if self.blow is not None:
-            self.x[np.array([self.blow.get(int(r), 10**9) for r in self.reps]) <= step] = np.inf
-
-    def magnitude(self):
-        return np.abs(self.x)
-
-    def record(self, mask):
-        return (self.x[mask].copy(),)
-
-    def final(self, mask):
-        return (self.x[mask].copy(),)
-
-    def keep(self, mask):
-        self.x, self.reps = self.x[mask], self.reps[mask]
-        self.streams = [s for s, k in zip(self.streams, mask) if k]
+_Toy = Walk  # x ← x + noise; replica r blows up to inf at step blow[r] (tests/toy_models.py)
 
 
 def _toy(confs, blow=None, **kw):
