@@ -159,7 +159,8 @@ def test_autoencoder_divergence_is_detected_within_a_few_steps():
 
 # ------------------------------------------------------------------ Ctrl-C
 _CHILD = textwrap.dedent("""
-    import sys, threading, time, numpy as np
+    import signal, sys, threading, time, numpy as np
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # Ctrl-C as in a terminal, whatever the parent set
     from symbreak import autoencoder as ae, platonic as pl, dln
     which = sys.argv[1]
     if which == "autoencoder":  # load the compiled kernels first (seconds on a loaded machine)
@@ -201,6 +202,9 @@ def test_ctrl_c_stops_a_simulation_within_a_second_leaving_no_thread(which, thre
         elapsed = time.perf_counter() - t0
     finally:
         proc.kill()
+        proc.wait()  # reaped here: a child left running would warn (an error) in a later test
+        proc.stdout.close()
+        proc.stderr.close()
     assert proc.returncode == 3, err
     _, stopped_at, threads_left = out.split()
     assert int(threads_left) == 1  # only the main thread is left
