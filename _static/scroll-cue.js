@@ -1,18 +1,30 @@
-/* Scroll cues (styles in site.css): a table, API signature, code block or figure wider than its column
-   scrolls sideways inside its own box; this marks the edges that have more content beyond them
-   (.scroll-cue-left, .scroll-cue-right) whenever the box is laid out, resized or scrolled. */
+/* Scroll cues (styles in site.css): a table, API signature, code block, figure or formula wider than
+   its column scrolls sideways inside its own box; this marks the edges that have more content beyond
+   them (.scroll-cue-left, .scroll-cue-right) whenever the box is laid out, resized or scrolled, and
+   marks an inline formula wider than its line (.math-scroll) so that it scrolls. A formula counts as
+   wider only by more than MATH_SLACK px: MathJax's glyphs overhang their box by a few pixels. */
 (function () {
   "use strict";
-  var SELECTOR = ".pst-scrollable-table-container, dl.py > dt.sig, div.highlight > pre, div.figure-scroll";
+  var SELECTOR = ".pst-scrollable-table-container, dl.py > dt.sig, div.highlight > pre, div.figure-scroll, " +
+    'div.math mjx-container[display="true"], span.math.math-scroll';
+  var MATH_SLACK = 16;
   function update(el) {
     var more = el.scrollWidth - el.clientWidth;
-    el.classList.toggle("scroll-cue-left", more > 1 && el.scrollLeft > 1);
-    el.classList.toggle("scroll-cue-right", more > 1 && el.scrollLeft < more - 1);
+    var slack = el.matches("mjx-container") ? 4 : 1;
+    el.classList.toggle("scroll-cue-left", more > slack && el.scrollLeft > 1);
+    el.classList.toggle("scroll-cue-right", more > slack && el.scrollLeft < more - 1);
+  }
+  function markWideInlineMath() {
+    document.querySelectorAll("span.math").forEach(function (m) {
+      if (m.closest("div.math")) return;
+      m.classList.toggle("math-scroll", m.scrollWidth > m.clientWidth + MATH_SLACK);
+    });
   }
   var resized = typeof ResizeObserver === "function"
     ? new ResizeObserver(function (entries) { entries.forEach(function (e) { update(e.target); }); })
     : null;
   function watch() {
+    markWideInlineMath();
     document.querySelectorAll(SELECTOR).forEach(function (el) {
       if (!el.hasAttribute("data-scroll-cue")) {
         el.setAttribute("data-scroll-cue", "");

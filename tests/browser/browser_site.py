@@ -75,8 +75,9 @@ INSPECT_JS = r"""
     const style = getComputedStyle(mjx);
     const clippedByDiv = m.right > box.right + 1 || m.left < box.left - 1 ||
                          (div.scrollWidth > div.clientWidth + 1 && getComputedStyle(div).overflowX === 'hidden');
-    const scrolls = mjx.scrollWidth > mjx.clientWidth + 1;
-    const cue = /gradient/.test(style.backgroundImage) && ['auto', 'scroll'].includes(style.overflowX);
+    const scrolls = mjx.scrollWidth > mjx.clientWidth + 4;  // MathJax's glyphs overhang by a few px
+    const cue = /gradient/.test(style.backgroundImage + ' ' + (style.maskImage || '') + ' ' + (style.webkitMaskImage || ''))
+                && ['auto', 'scroll'].includes(style.overflowX);
     if (clippedByDiv) out.overflow.push({i, id: div.id, problem: 'cut off by its container',
                                          width: Math.round(m.width), container: Math.round(box.width)});
     else if (scrolls && !cue) out.overflow.push({i, id: div.id, problem: 'overflows without a scroll cue',
@@ -131,12 +132,22 @@ INSPECT_JS = r"""
         return;
       }
     }
-    if (s.scrollWidth <= s.clientWidth + 1) return;
+    // formulas: MathJax's glyphs overhang their box by a few px (inline ones show it, see site.css)
+    const slack = e.matches('span.math') ? 16 : e.matches('mjx-container') ? 4 : 1;
+    if (s.scrollWidth <= s.clientWidth + slack) return;
     const st = getComputedStyle(s);
     const scrolls = ['auto', 'scroll'].includes(st.overflowX);
     const cue = /gradient/.test(st.backgroundImage + ' ' + (st.maskImage || '') + ' ' + (st.webkitMaskImage || ''));
     if (!scrolls || !cue) out.uncued.push(s.tagName.toLowerCase() + '.' + [...s.classList].join('.') +
       (scrolls ? ' scrolls without a cue: ' : ' overflows without scrolling: ') + (e.textContent || '').trim().slice(0, 50));
+  });
+  // Formulas paint nothing behind themselves: an opaque cover (the old scroll-cue technique) showed
+  // as a white patch inside the tinted theorem and exercise boxes.
+  out.mathCovers = [];
+  document.querySelectorAll('.bd-article span.math, .bd-article div.math mjx-container').forEach(m => {
+    const st = getComputedStyle(m);
+    if (st.backgroundImage !== 'none' || !/rgba\(0, 0, 0, 0\)|transparent/.test(st.backgroundColor))
+      out.mathCovers.push((m.textContent || '').trim().slice(0, 40));
   });
   // Punctuation right after an inline formula stays on the formula's line (a full stop that starts
   // the next line on its own reads as a stray mark).

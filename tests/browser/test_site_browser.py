@@ -44,6 +44,14 @@ def test_wide_equations_scroll_with_a_cue(report, name):
 
 
 @pytest.mark.parametrize("name", PAGES)
+def test_formulas_paint_no_background(report, name):
+    """No formula has a painted background: inside a tinted theorem or exercise box an opaque one
+    showed as a white patch behind every inline formula."""
+    covers = report[name]["mathCovers"]
+    assert covers == [], f"{name}: {len(covers)} formulas with a background, e.g. {covers[:3]}"
+
+
+@pytest.mark.parametrize("name", PAGES)
 def test_page_does_not_scroll_sideways_at_400px(phone_report, name):
     """On a phone the page body never scrolls horizontally (long API signatures, inline code)."""
     assert phone_report[name]["sideways"] is None, f"{name} at 400 px: {phone_report[name]['sideways']}"
