@@ -109,6 +109,8 @@ def test_initial_setting_and_labels():
     assert f'src="{data["frames"]["2-1"]}"' in html_out
     assert '<span style="min-width:5em">&eta;</span>' in html_out
     assert 'value="2" aria-valuetext="0.04"' in html_out
+    assert 'alt="curve (η = 0.04, B = 128)."' in html_out  # the alt text names sliders by their labels
+    assert data["labels"] == {"eta": "η", "B": "B"}
 
 
 def test_frames_that_exceed_the_budget_are_refused():

@@ -25,6 +25,7 @@ import itertools
 import json
 import math
 import os
+import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
@@ -287,8 +288,11 @@ def static_html(
     start_key = "-".join(str(start[n]) for n in names)
     values_text = {n: [_format_value(v) for v in grid[n]] for n in names}
 
+    # the alt text names each slider by its label as plain text (no markup, no code names)
+    plain = {n: re.sub(r"<[^>]+>", "", html.unescape(str(labels.get(n, n)))).strip() or n for n in names}
+
     def current_alt(idx: Mapping[str, int]) -> str:
-        return alt.rstrip(". ") + " (" + ", ".join(f"{n} = {values_text[n][idx[n]]}" for n in names) + ")."
+        return alt.rstrip(". ") + " (" + ", ".join(f"{plain[n]} = {values_text[n][idx[n]]}" for n in names) + ")."
 
     width_px = int(round(size_in[0] * _CSS_PX_PER_INCH))
     controls = []
@@ -302,7 +306,7 @@ def static_html(
             f'<output style="min-width:4em;font-variant-numeric:tabular-nums">{html.escape(values_text[n][start[n]])}</output>'
             f"</label>"
         )
-    data = {"names": names, "values": values_text, "alt": alt.rstrip(". "), "frames": payload}
+    data = {"names": names, "labels": plain, "values": values_text, "alt": alt.rstrip(". "), "frames": payload}
     data_json = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
     script = (
         "(function(){var root=document.getElementById('" + uid + "');if(!root)return;"
@@ -310,7 +314,7 @@ def static_html(
         "var img=root.querySelector('img');var inputs=root.querySelectorAll('input[type=range]');"
         "function update(){var key=[],parts=[];"
         "inputs.forEach(function(inp){var n=inp.getAttribute('data-param'),i=parseInt(inp.value,10),v=d.values[n][i];"
-        "key.push(i);parts.push(n+' = '+v);inp.setAttribute('aria-valuetext',v);inp.nextElementSibling.textContent=v;});"
+        "key.push(i);parts.push(d.labels[n]+' = '+v);inp.setAttribute('aria-valuetext',v);inp.nextElementSibling.textContent=v;});"
         "var src=d.frames[key.join('-')];if(src){img.src=src;img.alt=d.alt+' ('+parts.join(', ')+').';}}"
         "inputs.forEach(function(inp){inp.addEventListener('input',update);});})();"
     )
