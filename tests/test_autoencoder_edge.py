@@ -132,3 +132,42 @@ def test_plateau_kappa():
         ae.plateau_kappa(tau, s, 0.5, 0.02, 12.0, "mode")
     with pytest.raises(ValueError, match="shape"):
         ae.plateau_kappa(tau[:5], s, 0.5, 0.02, 12.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fused_compiled_step_is_the_numpy_step_bit_for_bit(dtype):
+    """The compiled linear-autoencoder step (Bartlett factor, ηΣ̂ and the update in one call) gives
+    the NumPy path's numbers exactly: the sampler's Σ̂ then ``_LinearStepper``'s BLAS products."""
+    from symbreak.engine import WishartBlockSampler, replica_streams
+
+    d, k, m = 6, 3, 10
+    lam = ae.geometric_spectrum(d)
+    kw = dict(scale=[0.02, 0.05, 0.01], dtype=dtype, max_steps=m)
+    a = WishartBlockSampler(np.sqrt(lam), np.array([6, 17, 128]), **kw)
+    b = WishartBlockSampler(np.sqrt(lam), np.array([6, 17, 128]), **kw)
+    V0 = (0.5 * np.random.default_rng(0).standard_normal((3, 2 * k, d))).astype(dtype)
+    ref, fused = ae._LinearStepper(V0.copy(), k), ae._FusedLinearStepper(V0.copy(), k)
+    sa, sb = replica_streams(5, range(3)), replica_streams(5, range(3))
+    for _ in range(3):
+        sig = a.draw(sa, m)
+        for t in range(m):
+            ref.step(sig[t])
+        var = b.variates(sb, m)
+        fused.steps(var, 0, 4)
+        fused.steps(var, 4, m)
+    assert np.array_equal(fused.V, ref.V) and fused.V.dtype == dtype
+    assert not np.array_equal(fused.V, V0)
+
+
+def test_sgd_takes_the_fused_step_only_where_every_batch_draws_by_bartlett():
+    lam, k = ae.geometric_spectrum(6), 3
+    init = [lambda s: (np.eye(6, k), np.eye(k, 6))] * 2
+    args = (np.arange(2), lam, k, np.full(2, 0.01))
+
+    def model(batches):
+        reps, lam_, k_, etas = args
+        return ae._LinearModel(reps, [make_rng(0), make_rng(1)], lam_, k_, etas, batches, init, np.float64, False)
+
+    fused, plain = model(np.array([8, 6])), model(np.array([8, 4]))  # B = 4 < d draws its points
+    assert fused.fused and callable(getattr(fused, "steps", None))
+    assert not plain.fused and getattr(plain, "steps", None) is None

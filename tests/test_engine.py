@@ -243,3 +243,27 @@ def test_block_sampler_draw_steps_equals_draw_bit_for_bit(dtype):
     # B < d or a full factor: draw_steps is draw itself
     c = WishartBlockSampler(f, np.array([3, 9]), max_steps=4)
     assert c.draw_steps(make_rng(0), 4).shape == (4, 2, 6, 6)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_block_sampler_variates_are_the_draws_own(dtype):
+    """variates returns the block's normals and gammas and the multipliers that draw assembles:
+    F Fᵀ built from them is draw's c_r Σ̂ (the compiled step of a fused trainer relies on it)."""
+    from symbreak.engine import _bartlett_products_reference, replica_streams
+
+    f = np.sqrt(np.geomspace(2.0, 0.1, 5))
+    kw = dict(scale=[0.1, 0.3], dtype=dtype, max_steps=6)
+    a, b = WishartBlockSampler(f, np.array([5, 30]), **kw), WishartBlockSampler(f, np.array([5, 30]), **kw)
+    assert a.bartlett_only
+    full = a.draw(replica_streams(4, range(2)), 6).copy()
+    z, g, mz, mg = b.variates(replica_streams(4, range(2)), 6)
+    assert z.shape == (2, 6, 15) and g.shape == (2, 6, 5) and mz.shape == (2, 10) and mg.shape == (2, 5)
+    out = np.empty((2, 6, 5, 5), dtype)
+    _bartlett_products_reference(z, g, mz, mg, np.arange(2), 0, 6, out)
+    np.testing.assert_allclose(out.transpose(1, 0, 2, 3), full, rtol=1e-5 if dtype == np.float32 else 1e-13)
+    with pytest.raises(ValueError, match="batch sizes >= d"):
+        WishartBlockSampler(f, np.array([3, 30])).variates(make_rng(0), 2)
+    with pytest.raises(ValueError, match="1-D factor"):
+        WishartBlockSampler(np.eye(5), np.array([30])).variates(make_rng(0), 2)
+    with pytest.raises(ValueError, match="n_steps"):
+        b.variates(replica_streams(4, range(2)), 7)

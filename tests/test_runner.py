@@ -38,6 +38,29 @@ def _toy(confs, blow=None, **kw):
     )
 
 
+class _BlockWalk(Walk):
+    """The toy walk with a block method: the runner must call steps() between its checks."""
+
+    calls: list = []
+
+    def steps(self, noise, t0, t1, step):
+        type(self).calls.append((t0, t1, step))
+        for t in range(t0, t1):
+            self.step(noise, t, step + t - t0)
+
+
+def test_runner_calls_a_models_block_steps_between_divergence_checks():
+    confs = [Configuration(2, np.array([0, 5, 50]))]
+    _BlockWalk.calls = []
+    kw = dict(record_names=("x",), final_names=("x",), divergence_limit=1e300, seed=3, check_every=4)
+    a = run_ensemble(lambda reps, streams: _BlockWalk(reps, streams, None), confs, n_chunks=1, **kw)
+    b = run_ensemble(lambda reps, streams: Walk(reps, streams, None), confs, n_chunks=1, **kw)
+    assert np.array_equal(a[0].x, b[0].x)  # the same trajectories as step by step
+    assert _BlockWalk.calls and all(1 <= t1 - t0 <= 4 for t0, t1, _ in _BlockWalk.calls)
+    assert sum(t1 - t0 for t0, t1, _ in _BlockWalk.calls) == 50  # every step once
+    assert _BlockWalk.calls[0] == (0, 4, 0)
+
+
 def test_runner_records_on_each_grid_and_is_independent_of_chunks_and_replica_count(monkeypatch):
     confs = [Configuration(3, np.array([0, 5, 50]), {"eta": 0.1}), Configuration(2, np.array([0, 7, 13]), {"eta": 0.2})]
     monkeypatch.setenv("SYMBREAK_THREADS", "2")

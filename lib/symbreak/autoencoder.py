@@ -52,6 +52,7 @@ from .engine import (
     Configuration,
     TorchWishartBlockSampler,
     WishartBlockSampler,
+    _compiled,
     check_divergence,
     record_steps,
     replica_streams,
@@ -2199,6 +2200,60 @@ class _LinearStepper:
         V -= G
 
 
+def _linear_sgd_block(z, g, mz, mg, t0, t1, V, k, F, S, Y, P, G):  # pragma: no cover - run compiled
+    """Steps ``t0 … t1 − 1`` of a block for every replica of the stack ``V = [U; Wᵀ]`` (R, 2k, d),
+    compiled (numba, ``nogil``): each step's Bartlett factor ``F`` from the block's variates and
+    ``ηΣ̂ = F Fᵀ`` exactly as :func:`symbreak.engine._bartlett_kernel`, then the update of
+    :meth:`_LinearStepper.step` with the same BLAS products (``np.dot`` calls ``gemm``) in the same
+    order, so the numbers are bit for bit those of the NumPy path; one call replaces about ten NumPy
+    calls per step, which is what the small ensembles of the book pay for. ``F`` (d, d) must hold
+    zeros above its diagonal; ``S``, ``P`` (d, d), ``Y`` (k, d) and ``G`` (2k, d) are scratch."""
+    d = V.shape[2]
+    for r in range(V.shape[0]):
+        U = V[r, :k]
+        Wt = V[r, k:]
+        for t in range(t0, t1):
+            idx = 0
+            for i in range(d):
+                for j in range(i):
+                    F[i, j] = z[r, t, idx] * mz[r, idx]
+                    idx += 1
+                F[i, i] = math.sqrt(g[r, t, i]) * mg[r, i]
+            for i in range(d):
+                for j in range(i + 1):
+                    acc = F[i, 0] * F[j, 0]
+                    for l in range(1, j + 1):
+                        acc += F[i, l] * F[j, l]
+                    S[i, j] = acc
+                    S[j, i] = acc
+            np.dot(U, S, Y)
+            np.dot(Wt.T, Y, P)
+            for i in range(d):
+                for j in range(d):
+                    P[i, j] -= S[i, j]
+            np.dot(Wt, P, G[:k])
+            np.dot(U, P.T, G[k:])
+            for a in range(2 * k):
+                for j in range(d):
+                    V[r, a, j] -= G[a, j]
+
+
+class _FusedLinearStepper:
+    """:class:`_LinearStepper` with the minibatch draw fused in: :func:`_linear_sgd_block`, compiled."""
+
+    def __init__(self, V: np.ndarray, k: int):
+        self.V = V
+        d, dt = V.shape[2], V.dtype
+        self.k = k
+        self.scratch = (np.zeros((d, d), dt), np.empty((d, d), dt), np.empty((k, d), dt), np.empty((d, d), dt))
+        self.scratch += (np.empty((2 * k, d), dt),)
+        self.kernel = _compiled(_linear_sgd_block)
+
+    def steps(self, variates, t0: int, t1: int) -> None:
+        z, g, mz, mg = variates
+        self.kernel(z, g, mz, mg, t0, t1, self.V, self.k, *self.scratch)
+
+
 def _record_linear(V, k, lam, want_weights):
     V = V.astype(np.float64)
     U, Wt = V[:, :k], V[:, k:]
@@ -2235,18 +2290,29 @@ class _LinearModel:
         self.k, self.lam, self.dtype, self.want_weights = k, lam, dtype, want_weights
         self.streams = list(streams)
         self.sampler = WishartBlockSampler(np.sqrt(lam), bsz[reps], scale=etas[reps], dtype=dtype, max_steps=_BLOCK)
-        self.stepper = _LinearStepper(V, k)
+        self.fused = self.sampler.bartlett_only
+        self.stepper = (_FusedLinearStepper if self.fused else _LinearStepper)(V, k)
+        if self.fused:  # the runner calls steps(); the compiled step builds each Σ̂ itself
+            self.steps = self._steps
 
     def draw(self, m):
-        # bit-identical paths: with many replicas each step's Σ̂ is built as it is used (cache-friendly);
-        # with few, per-step assembly costs more than it saves (2 replicas: 31 against 16 µs per
-        # replica-step; 128 replicas: 9.3 against 11.4), so the block is built at once
+        # bit-identical paths. Fused (every B >= d): the block's variates only, the compiled step does
+        # the rest. Otherwise: with many replicas each step's Σ̂ is built as it is used
+        # (cache-friendly); with few, per-step assembly costs more than it saves
+        if self.fused:
+            return self.sampler.variates(self.streams, m)
         if len(self.streams) >= _STEPWISE_MIN_REPLICAS:
             return self.sampler.draw_steps(self.streams, m)
         return self.sampler.draw(self.streams, m)
 
     def step(self, sig, t, _step):
-        self.stepper.step(sig[t])
+        if self.fused:
+            self.stepper.steps(sig, t, t + 1)
+        else:
+            self.stepper.step(sig[t])
+
+    def _steps(self, variates, t0, t1, _step):
+        self.stepper.steps(variates, t0, t1)
 
     def magnitude(self):
         return np.abs(self.stepper.V).max(axis=(1, 2))
@@ -2260,7 +2326,7 @@ class _LinearModel:
 
     def keep(self, mask):
         self.sampler.keep(mask)
-        self.stepper = _LinearStepper(np.ascontiguousarray(self.stepper.V[mask]), self.k)
+        self.stepper = type(self.stepper)(np.ascontiguousarray(self.stepper.V[mask]), self.k)
         self.streams = [s for s, kp in zip(self.streams, mask) if kp]
 
 

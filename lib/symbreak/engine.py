@@ -729,6 +729,36 @@ class WishartBlockSampler:
                 s[idx] = cov
         return s.transpose(1, 0, 2, 3)
 
+    @property
+    def bartlett_only(self) -> bool:
+        """Whether every replica draws by the Bartlett decomposition with a diagonal ``Σ`` (``B_r ≥ d``,
+        1-D ``factor``): the case where :meth:`variates` gives everything a step needs."""
+        return self.factor.ndim == 1 and not self._small.size
+
+    def variates(self, rng, n_steps: int):
+        """The random variates of a block of ``n_steps`` steps, for a compiled step that builds the
+        Bartlett factor itself (see :func:`_bartlett_kernel` for how ``F`` is assembled).
+
+        Only where :attr:`bartlett_only`. The same calls as :meth:`draw`, so the same numbers.
+
+        Returns
+        -------
+        z : numpy.ndarray, shape (R, n_steps, d(d−1)/2 + d)
+            Normals; the first ``d(d−1)/2`` of a step are the off-diagonal of ``A``.
+        g : numpy.ndarray, shape (R, n_steps, d)
+            Gamma variates of the diagonal: ``A_ii² = 2 g``.
+        mz, mg : numpy.ndarray, shapes (R, d(d−1)/2) and (R, d)
+            Multipliers: ``F_ij = z · mz`` below the diagonal, ``F_ii = sqrt(g) · mg``, and
+            ``F Fᵀ = c_r Σ̂``.
+
+        The arrays are views of internal buffers, overwritten by the next call.
+        """
+        if not self.bartlett_only:
+            raise ValueError("variates needs a 1-D factor and batch sizes >= d for every replica; use draw")
+        n_steps = check_int("n_steps", n_steps, minimum=1, maximum=self.max_steps)
+        b = self._variates(rng, self._check_streams(rng), n_steps)
+        return b["z"], b["g"], self._mz, self._mg
+
     def draw_steps(self, rng, n_steps: int):
         """The same draws as :meth:`draw`, each step's ``c_r Σ̂`` built only when it is indexed.
 
@@ -875,6 +905,7 @@ def _run_group(model_factory, reps, grids, params, streams, *, check_every, bloc
     """Run the replicas ``reps`` (global indices) as one batched ensemble; one thread's share."""
     n = len(reps)
     model = model_factory(reps, streams)
+    fused = callable(getattr(model, "steps", None))
     active = np.arange(n)
     ptr = np.zeros(n, dtype=np.int64)
     out = [[] for _ in range(n)]
@@ -889,8 +920,11 @@ def _run_group(model_factory, reps, grids, params, streams, *, check_every, bloc
                 noise = model.draw(m)
                 for t0 in range(0, m, check_every):
                     t1 = min(t0 + check_every, m)
-                    for t in range(t0, t1):
-                        model.step(noise, t, step + t)
+                    if fused:
+                        model.steps(noise, t0, t1, step + t0)
+                    else:
+                        for t in range(t0, t1):
+                            model.step(noise, t, step + t)
                     j = _divergence(model.magnitude(), limit)
                     if j is not None:
                         r = int(reps[active[j]])
@@ -943,6 +977,9 @@ def run_ensemble(
       ``None`` for a deterministic method),
     * ``step(noise, t, step)``: apply step ``t`` of that block (``step`` is the global step count,
       for schedules),
+    * optionally ``steps(noise, t0, t1, step)``: apply steps ``t0 … t1 − 1`` of the block at once
+      (``step`` the global count of step ``t0``), the same as calling ``step`` for each; the runner
+      uses it where present (one call, e.g. into compiled code, between two divergence checks),
     * ``magnitude()``: a size of each active replica's state (``(n_active,)``),
     * ``record(mask)``: a tuple of arrays (leading axis: the masked active replicas),
     * ``final(mask)``: a tuple of arrays, the final state of the masked replicas,
