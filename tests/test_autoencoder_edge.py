@@ -171,3 +171,31 @@ def test_sgd_takes_the_fused_step_only_where_every_batch_draws_by_bartlett():
     fused, plain = model(np.array([8, 6])), model(np.array([8, 4]))  # B = 4 < d draws its points
     assert fused.fused and callable(getattr(fused, "steps", None))
     assert not plain.fused and getattr(plain, "steps", None) is None
+
+
+@pytest.mark.parametrize("activation", ["relu", "linear"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_sampled_minibatch_steps_are_the_numpy_steps_bit_for_bit(activation, dtype):
+    """The trainer with drawn data points (any activation) takes its steps in compiled blocks: the
+    same numbers as its NumPy step, for every replica."""
+    from symbreak.engine import replica_streams
+
+    d, k, b, n = 8, 5, 16, 3
+    lam = ae.geometric_spectrum(d)
+    init = [lambda s: (0.3 * s.standard_normal((d, k)), 0.3 * s.standard_normal((k, d)))] * n
+
+    def model():
+        streams = replica_streams(2, range(n))
+        return ae._SamplesModel(
+            np.arange(n), streams, lam, k, np.full(n, 0.01), np.full(n, b), init, dtype, False, activation
+        )
+
+    a, c = model(), model()
+    for _ in range(4):
+        xa, xc = a.draw(16), c.draw(16)
+        for t in range(16):
+            a.step(xa, t, t)
+        c.steps(xc, 0, 5, 0)
+        c.steps(xc, 5, 16, 5)
+    assert np.array_equal(a.W, c.W) and np.array_equal(a.U, c.U)
+    assert np.isfinite(c.W).all() and not np.array_equal(c.W, model().W)
