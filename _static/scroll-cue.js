@@ -1,13 +1,15 @@
 /* Scroll cues (styles in site.css): a table, API signature, code block, figure or formula wider than
    its column scrolls sideways inside its own box; this marks the edges that have more content beyond
    them (.scroll-cue-left, .scroll-cue-right) whenever the box is laid out, resized or scrolled, and
-   marks an inline formula wider than its line (.math-scroll) so that it scrolls. A formula counts as
-   wider only by more than MATH_SLACK px: MathJax's glyphs overhang their box by a few pixels. */
+   marks an inline formula wider than its line (.math-scroll) so that it scrolls. A formula is wider
+   than its line when its typeset box (mjx-container) is wider than the span.math that the line's
+   max-width allows; MathJax's glyphs also overhang their own box (by up to ~30 px on fractions and
+   scripts), which must not count, so the span's scrollWidth is not the test. */
 (function () {
   "use strict";
   var SELECTOR = ".pst-scrollable-table-container, dl.py > dt.sig, div.highlight > pre, div.figure-scroll, " +
     'div.math mjx-container[display="true"], span.math.math-scroll';
-  var MATH_SLACK = 16;
+  var MATH_SLACK = 16;  // (without MathJax's container: scrollWidth beyond this counts as wider)
   function update(el) {
     var more = el.scrollWidth - el.clientWidth;
     var slack = el.matches("mjx-container") ? 4 : 1;
@@ -17,7 +19,9 @@
   function markWideInlineMath() {
     document.querySelectorAll("span.math").forEach(function (m) {
       if (m.closest("div.math")) return;
-      m.classList.toggle("math-scroll", m.scrollWidth > m.clientWidth + MATH_SLACK);
+      var c = m.querySelector("mjx-container");
+      var wide = c ? c.getBoundingClientRect().width > m.clientWidth + 1 : m.scrollWidth > m.clientWidth + MATH_SLACK;
+      m.classList.toggle("math-scroll", wide);
     });
   }
   var resized = typeof ResizeObserver === "function"

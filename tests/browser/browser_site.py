@@ -132,14 +132,24 @@ INSPECT_JS = r"""
         return;
       }
     }
-    // formulas: MathJax's glyphs overhang their box by a few px (inline ones show it, see site.css)
-    const slack = e.matches('span.math') ? 16 : e.matches('mjx-container') ? 4 : 1;
-    if (s.scrollWidth <= s.clientWidth + slack) return;
+    if (e.matches('span.math')) {
+      // an inline formula is wider than its line when its typeset box is wider than the span that
+      // the line allows; its glyphs' overhang beyond that box (up to ~30 px) shows and is no overflow
+      const c = e.querySelector('mjx-container');
+      if (!c || c.getBoundingClientRect().width <= e.clientWidth + 1) return;
+    } else if (s.scrollWidth <= s.clientWidth + (e.matches('mjx-container') ? 4 : 1)) return;  // (glyph overhang)
     const st = getComputedStyle(s);
     const scrolls = ['auto', 'scroll'].includes(st.overflowX);
     const cue = /gradient/.test(st.backgroundImage + ' ' + (st.maskImage || '') + ' ' + (st.webkitMaskImage || ''));
     if (!scrolls || !cue) out.uncued.push(s.tagName.toLowerCase() + '.' + [...s.classList].join('.') +
       (scrolls ? ' scrolls without a cue: ' : ' overflows without scrolling: ') + (e.textContent || '').trim().slice(0, 50));
+  });
+  // An inline formula that fits its line is not marked to scroll: a scroll box fades its right end.
+  out.needlessScroll = [];
+  document.querySelectorAll('.bd-article span.math.math-scroll').forEach(m => {
+    const c = m.querySelector('mjx-container');
+    if (c && m.getBoundingClientRect().width && c.getBoundingClientRect().width <= m.clientWidth + 1)
+      out.needlessScroll.push((m.textContent || '').trim().slice(0, 40));
   });
   // Formulas paint nothing behind themselves: an opaque cover (the old scroll-cue technique) showed
   // as a white patch inside the tinted theorem and exercise boxes.
