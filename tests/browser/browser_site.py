@@ -46,13 +46,14 @@ INSPECT_JS = r"""
                displayMath: document.querySelectorAll('div.math').length,
                typeset: document.querySelectorAll('mjx-container').length,
                mathScript: !!document.querySelector('script[src*="mathjax"]')};
-  // TeX that MathJax did not typeset: in the title and in every text node outside code and math.
-  // Claim statements (the report's table) and docstrings (the API page) write formulas as plain
-  // Unicode text by design (they are read in terminals and in claims.json too), with brace groups
-  // such as σ_i^{2/N}; there only TeX commands and dollar delimiters count as leaked TeX.
+  // TeX that MathJax did not typeset: in the title and in every text node outside code and math,
+  // the report's claims tables included (their statements typeset what they write between $…$;
+  // brace groups such as S^{1/2} or W_{i+1} left in their text reach readers raw). Docstrings (the
+  // API page) write formulas as plain Unicode text by design, with brace groups such as
+  // σ_i^{2/N}; there only TeX commands and dollar delimiters count as leaked TeX.
   const texPattern = /\\[A-Za-z]{2,}|\\[()\[\]{}|]|\$\$|\$[^$\s][^$]*\$|\^\{|_\{/;
   const texCommands = /\\[A-Za-z]{2,}|\\[()\[\]{}|]|\$\$|\$[^$\s][^$]*\$/;
-  const plainMath = 'table.claims-table, dl.py';
+  const plainMath = 'dl.py';
   if (texPattern.test(document.title)) out.tex.push('title: ' + document.title);
   const skip = 'script,style,pre,code,kbd,samp,textarea,mjx-container,.highlight,.MathJax';
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);

@@ -10,7 +10,7 @@ import re
 import urllib.parse
 
 import pytest
-from browser_site import EXPLORER_PAGES, INSPECT_JS, SCREENSHOTS, toc_pages, visit
+from browser_site import EXPLORER_PAGES, INSPECT_JS, MATHJAX_READY_JS, SCREENSHOTS, toc_pages, visit
 
 pytestmark = pytest.mark.browser
 
@@ -186,21 +186,27 @@ def test_the_overflow_check_catches_a_cut_off_equation(browser, base_url):
 
 
 def test_the_tex_check_catches_leaked_tex(browser, base_url):
-    """Brace groups such as x^{2} count as leaked TeX in prose but not in the report's claims table,
-    where statements are plain Unicode text; a TeX command counts everywhere."""
+    """Brace groups such as S^{1/2} count as leaked TeX in prose and in the report's claims tables
+    (whose statements typeset their $…$ formulas: nothing TeX-like is left in their text), a TeX
+    command everywhere; the report's typeset statements themselves pass."""
     context = browser.new_context()
     try:
         page, _ = visit(context, f"{base_url}/book/reproduction-report.html")
-        assert page.evaluate(INSPECT_JS)["tex"] == []
-        inject = (
-            "() => { const t = document.querySelector('table.claims-table td');"
-            " t.append(document.createTextNode(' s^{2/N} ')); return !!t; }"
+        found = page.evaluate(INSPECT_JS)
+        assert found["tex"] == [] and found["mathErrors"] == []
+        assert page.evaluate("() => document.querySelectorAll('table.claims-table mjx-container').length") >= 10, (
+            "expected the report's statements to typeset their formulas"
         )
-        assert page.evaluate(inject), "expected a claims table on the report page"
-        assert page.evaluate(INSPECT_JS)["tex"] == []
-        page.evaluate(
-            r"() => document.querySelector('table.claims-table td').append(document.createTextNode(' \\frac{a}{b} '))"
+        cell = "document.querySelector('table.claims-table td')"
+        assert page.evaluate(
+            f"() => {{ const t = {cell}; t.append(document.createTextNode(' A = S^{{1/2}} ')); return !!t; }}"
         )
+        assert any("S^{1/2}" in t for t in page.evaluate(INSPECT_JS)["tex"])
+        page.reload()
+        page.wait_for_function(MATHJAX_READY_JS)
+        page.evaluate(f"() => {cell}.append(document.createTextNode(' W_{{i+1}} '))")
+        assert any("W_{i+1}" in t for t in page.evaluate(INSPECT_JS)["tex"])
+        page.evaluate(rf"() => {cell}.append(document.createTextNode(' \\frac{{a}}{{b}} '))")
         assert any("frac" in t for t in page.evaluate(INSPECT_JS)["tex"])
         page.evaluate("() => document.querySelector('main p').append(document.createTextNode(' x^{2} '))")
         assert any("x^{2}" in t for t in page.evaluate(INSPECT_JS)["tex"])
