@@ -28,6 +28,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
+#: Pages Sphinx generates outside the table of contents that readers reach from the navigation.
+INDEX_PAGES = ["genindex", "py-modindex"]
+
 #: Pages whose explorer must move on the static site.
 EXPLORER_PAGES = {"book/autoencoder/sharpness-relu", "book/dln/equilibrium", "book/platonic/experiments"}
 
@@ -66,7 +69,9 @@ INSPECT_JS = r"""
   }
   document.querySelectorAll('mjx-merror, [data-mjx-error]').forEach(e =>
     out.mathErrors.push(e.getAttribute('data-mjx-error') || e.textContent));
-  // Display equations: either they fit, or they scroll horizontally with a visible cue.
+  // Display equations: either they fit, or they scroll horizontally with a visible cue. wideMath
+  // lists every one that does not fit (on a desktop each must: the tests allow scrolling on phones).
+  out.wideMath = [];
   document.querySelectorAll('div.math').forEach((div, i) => {
     const box = div.getBoundingClientRect();
     if (box.width === 0) return;  // inside a folded block
@@ -79,6 +84,9 @@ INSPECT_JS = r"""
     const scrolls = mjx.scrollWidth > mjx.clientWidth + 4;  // MathJax's glyphs overhang by a few px
     const cue = /gradient/.test(style.backgroundImage + ' ' + (style.maskImage || '') + ' ' + (style.webkitMaskImage || ''))
                 && ['auto', 'scroll'].includes(style.overflowX);
+    if (scrolls) out.wideMath.push({i, id: div.id, scrollWidth: mjx.scrollWidth, clientWidth: mjx.clientWidth,
+                                    before: (div.previousElementSibling ? div.previousElementSibling.textContent : '')
+                                            .trim().replace(/\s+/g, ' ').slice(-60)});
     if (clippedByDiv) out.overflow.push({i, id: div.id, problem: 'cut off by its container',
                                          width: Math.round(m.width), container: Math.round(box.width)});
     else if (scrolls && !cue) out.overflow.push({i, id: div.id, problem: 'overflows without a scroll cue',
