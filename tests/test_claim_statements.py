@@ -98,6 +98,43 @@ def inventory_statements() -> list[tuple[str, str]]:
     return out
 
 
+def page_claim_ids() -> tuple[set[str], set[str]]:
+    """The ids of the pages' ledger calls: literal ids, and the literal prefixes of f-string ids."""
+    ids, prefixes = set(), set()
+    for md in sorted(ROOT.glob("book/**/*.md")):
+        for src in _cell_sources(md):
+            for node in ast.walk(ast.parse(src)):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in METHODS
+                    and "ledger" in ast.unparse(node.func.value).lower()
+                    and node.args
+                ):
+                    arg = node.args[0]
+                    if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute):  # f"...".replace(...)
+                        arg = arg.func.value
+                    if isinstance(arg, ast.Constant):
+                        ids.add(arg.value)
+                    elif isinstance(arg, ast.JoinedStr) and isinstance(arg.values[0], ast.Constant):
+                        prefixes.add(arg.values[0].value)
+    return ids, prefixes
+
+
+def test_inventory_rows_name_claims_the_pages_record():
+    """Every id a results.yml row lists is an id of a ledger call (a rewrite of the statements must
+    leave the ids alone: ``ae-fig1f-kappa`` is not ``ae-fig1f-κ``)."""
+    ids, prefixes = page_claim_ids()
+    unknown = []
+    for path in sorted(ROOT.glob("book/*/results.yml")):
+        for row in yaml.safe_load(path.read_text(encoding="utf-8")) or []:
+            for i in row.get("claims") or []:
+                if i not in ids and not any(i.startswith(p) for p in prefixes):
+                    unknown.append(f"{path.relative_to(ROOT)} {row['ref']}: {i}")
+    assert len(ids) >= 200
+    assert unknown == []
+
+
 def test_the_sources_hold_the_book_s_statements():
     """The extraction finds the ledger calls (the book records some 300 claims from its pages)."""
     assert len(page_statements()) >= 250
