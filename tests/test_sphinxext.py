@@ -123,3 +123,30 @@ def test_claims_tables_carry_column_labels_for_narrow_screens(tmp_path, monkeypa
     for row in rows:
         labels = re.findall(r'<td><p class="claims-label">([^<]*)</p>', row)
         assert labels == ["result", "status", "statement", "measured", "compared with", "tolerance", "verdict", "where"]
+
+
+def test_statements_typeset_their_inline_math(tmp_path, monkeypatch, records):
+    """What a statement writes between ``$…$`` reaches the report as math for MathJax (and the
+    report page loads MathJax even when the page's own text has no formula); the rest stays text,
+    and claims.json keeps the statement as written."""
+    import re
+
+    records.close("ae-demo-gauge", "Eq. 5", "the gauge $A = S^{1/2}$ is not one (in 5 $ units)", 1.0, 1.0, rtol=0.01)
+    src = _project(
+        tmp_path,
+        r"""
+- {paper: autoencoder, ref: "Eq. 9", statement: 'the flow $ds_i/dt = -N s_i^{2-2/N}\, \partial F/\partial s_i$ holds', status: stated, page: book/demo/page}
+""",
+    )
+    rows, _ = _build(src, tmp_path, monkeypatch)
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert r'the gauge <span class="math notranslate nohighlight">\(A = S^{1/2}\)</span> is not one' in html
+    assert r"\(ds_i/dt = -N s_i^{2-2/N}\, \partial F/\partial s_i\)</span> holds" in html
+    assert "(in 5 $ units)" in html  # a lone dollar stays text
+    assert re.search(r'<script[^>]+src="[^"]*mathjax', html, re.I), "the report page does not load MathJax"
+    assert {r["id"]: r["statement"] for r in rows}[
+        "ae-demo-gauge"
+    ] == "the gauge $A = S^{1/2}$ is not one (in 5 $ units)"
+    assert "$" not in re.sub(r"<span class=\"math[^>]*>.*?</span>", "", html.split("<tbody>", 1)[1]).replace(
+        "5 $ units", ""
+    )

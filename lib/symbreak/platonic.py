@@ -720,9 +720,9 @@ def minimal_entropy(net: EDLN, task: Task) -> float:
 
     .. math::
 
-        S_{\min} = 4D\,\Big(\rho^{2(D-1)}\,\tr(M^I Z \Sigma_x Z^\top M^{I\top})\,
-        \tr(M^{O\top}\Sigma_\varepsilon M^O)\Big)^{1/D},
-        \qquad \rho = \big\|\Sigma_\varepsilon^{1/2} V^\ast \Sigma_x^{1/2}\big\|_* ,
+        S_{\min} &= 4D\,\Big(\rho^{2(D-1)}\,\tr(M^I Z \Sigma_x Z^\top M^{I\top})\,
+        \tr(M^{O\top}\Sigma_\varepsilon M^O)\Big)^{1/D},\\
+        \rho &= \big\|\Sigma_\varepsilon^{1/2} V^\ast \Sigma_x^{1/2}\big\|_* ,
 
     the nuclear norm. At the minimiser all ``D`` layer terms ``E‖∇_{W_i}ℓ‖²`` are equal.
     Needs ``Σε`` positive definite and every width ``≥ rank V*``.

@@ -13,6 +13,9 @@ Directive
 ---------
 ``{claims-report}`` with option ``:paper:`` (one of :data:`symbreak.claims.PAPERS`) renders that
 paper's rows; with ``:summary:`` it renders the counts per paper and status.
+
+Statements are text with inline math: what sits between ``$…$`` becomes a docutils ``math`` node
+(typeset by MathJax on the site, by LaTeX in the PDF); the rest is plain Unicode text.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import pathlib
+import re
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
@@ -37,6 +41,24 @@ class claims_report_node(nodes.General, nodes.Element):
     """Placeholder replaced by tables once every page has been read."""
 
 
+#: Inline math in a statement: ``$…$`` (no nesting, no escaped dollars).
+_INLINE_MATH = re.compile(r"\$([^$]+)\$")
+
+
+def statement_node(text: str) -> nodes.paragraph:
+    """A statement as a paragraph: its ``$…$`` spans as ``math`` nodes, the rest as text."""
+    para = nodes.paragraph()
+    pos = 0
+    for m in _INLINE_MATH.finditer(text):
+        if m.start() > pos:
+            para += nodes.Text(text[pos : m.start()])
+        para += nodes.math(m.group(0), m.group(1))
+        pos = m.end()
+    if pos < len(text):
+        para += nodes.Text(text[pos:])
+    return para
+
+
 class ClaimsReport(Directive):
     has_content = False
     option_spec = {"paper": directives.unchanged, "summary": directives.flag}
@@ -48,6 +70,9 @@ class ClaimsReport(Directive):
         node = claims_report_node()
         node["paper"] = paper
         node["summary"] = "summary" in self.options
+        # Sphinx's math domain decides at read time, from the doctree, whether a page loads MathJax;
+        # the statements' formulas arrive only when the tables replace this node, so it carries one.
+        node += nodes.math("", "")
         return [node]
 
 
@@ -189,7 +214,7 @@ def _resolve(app, doctree, fromdocname):
             statement = r["statement"] + (
                 f" ({r['detail']})" if r.get("kind") == "inventory" and r.get("detail") else ""
             )
-            body.append([r["ref"], r["status"], statement, measured, expected, tol, verdict, where])
+            body.append([r["ref"], r["status"], statement_node(statement), measured, expected, tol, verdict, where])
         node.replace_self(
             _table(
                 ["result", "status", "statement", "measured", "compared with", "tolerance", "verdict", "where"],

@@ -28,6 +28,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 
+#: Pages Sphinx generates outside the table of contents that readers reach from the navigation.
+INDEX_PAGES = ["genindex", "py-modindex"]
+
 #: Pages whose explorer must move on the static site.
 EXPLORER_PAGES = {"book/autoencoder/sharpness-relu", "book/dln/equilibrium", "book/platonic/experiments"}
 
@@ -46,13 +49,14 @@ INSPECT_JS = r"""
                displayMath: document.querySelectorAll('div.math').length,
                typeset: document.querySelectorAll('mjx-container').length,
                mathScript: !!document.querySelector('script[src*="mathjax"]')};
-  // TeX that MathJax did not typeset: in the title and in every text node outside code and math.
-  // Claim statements (the report's table) and docstrings (the API page) write formulas as plain
-  // Unicode text by design (they are read in terminals and in claims.json too), with brace groups
-  // such as σ_i^{2/N}; there only TeX commands and dollar delimiters count as leaked TeX.
+  // TeX that MathJax did not typeset: in the title and in every text node outside code and math,
+  // the report's claims tables included (their statements typeset what they write between $…$;
+  // brace groups such as S^{1/2} or W_{i+1} left in their text reach readers raw). Docstrings (the
+  // API page) write formulas as plain Unicode text by design, with brace groups such as
+  // σ_i^{2/N}; there only TeX commands and dollar delimiters count as leaked TeX.
   const texPattern = /\\[A-Za-z]{2,}|\\[()\[\]{}|]|\$\$|\$[^$\s][^$]*\$|\^\{|_\{/;
   const texCommands = /\\[A-Za-z]{2,}|\\[()\[\]{}|]|\$\$|\$[^$\s][^$]*\$/;
-  const plainMath = 'table.claims-table, dl.py';
+  const plainMath = 'dl.py';
   if (texPattern.test(document.title)) out.tex.push('title: ' + document.title);
   const skip = 'script,style,pre,code,kbd,samp,textarea,mjx-container,.highlight,.MathJax';
   const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
@@ -65,7 +69,9 @@ INSPECT_JS = r"""
   }
   document.querySelectorAll('mjx-merror, [data-mjx-error]').forEach(e =>
     out.mathErrors.push(e.getAttribute('data-mjx-error') || e.textContent));
-  // Display equations: either they fit, or they scroll horizontally with a visible cue.
+  // Display equations: either they fit, or they scroll horizontally with a visible cue. wideMath
+  // lists every one that does not fit (on a desktop each must: the tests allow scrolling on phones).
+  out.wideMath = [];
   document.querySelectorAll('div.math').forEach((div, i) => {
     const box = div.getBoundingClientRect();
     if (box.width === 0) return;  // inside a folded block
@@ -78,6 +84,9 @@ INSPECT_JS = r"""
     const scrolls = mjx.scrollWidth > mjx.clientWidth + 4;  // MathJax's glyphs overhang by a few px
     const cue = /gradient/.test(style.backgroundImage + ' ' + (style.maskImage || '') + ' ' + (style.webkitMaskImage || ''))
                 && ['auto', 'scroll'].includes(style.overflowX);
+    if (scrolls) out.wideMath.push({i, id: div.id, scrollWidth: mjx.scrollWidth, clientWidth: mjx.clientWidth,
+                                    before: (div.previousElementSibling ? div.previousElementSibling.textContent : '')
+                                            .trim().replace(/\s+/g, ' ').slice(-60)});
     if (clippedByDiv) out.overflow.push({i, id: div.id, problem: 'cut off by its container',
                                          width: Math.round(m.width), container: Math.round(box.width)});
     else if (scrolls && !cue) out.overflow.push({i, id: div.id, problem: 'overflows without a scroll cue',

@@ -15,7 +15,7 @@ import pathlib
 import threading
 
 import pytest
-from browser_site import CHROMIUM, CHROMIUM_ARGS, INSPECT_JS, SITE, toc_pages, visit
+from browser_site import CHROMIUM, CHROMIUM_ARGS, INDEX_PAGES, INSPECT_JS, SITE, toc_pages, visit
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -74,11 +74,12 @@ def report(browser, base_url):
 
 @pytest.fixture(scope="session")
 def phone_report(browser, base_url):
-    """Every page of the table of contents visited once at 400 px (a phone held upright)."""
+    """Every page of the table of contents, and the general and module indexes, visited once at
+    400 px (a phone held upright)."""
     context = browser.new_context(viewport={"width": 400, "height": 860})
     pages = {}
     try:
-        for name in toc_pages():
+        for name in toc_pages() + INDEX_PAGES:
             page, events = visit(context, f"{base_url}/{name}.html")
             pages[name] = page.evaluate(INSPECT_JS)
             page.close()

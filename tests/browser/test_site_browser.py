@@ -10,7 +10,7 @@ import re
 import urllib.parse
 
 import pytest
-from browser_site import EXPLORER_PAGES, INSPECT_JS, SCREENSHOTS, toc_pages, visit
+from browser_site import EXPLORER_PAGES, INDEX_PAGES, INSPECT_JS, MATHJAX_READY_JS, SCREENSHOTS, toc_pages, visit
 
 pytestmark = pytest.mark.browser
 
@@ -44,6 +44,35 @@ def test_wide_equations_scroll_with_a_cue(report, name):
 
 
 @pytest.mark.parametrize("name", PAGES)
+def test_display_equations_fit_at_1400px(report, name):
+    """On a desktop no display equation needs to scroll: a wide one is split into lines (aligned).
+    The column at 1920 px is no narrower than at 1400 px (test_the_column_is_widest_on_a_desktop),
+    so this holds there too; on a phone wide equations scroll with a cue."""
+    wide = report[name]["wideMath"]
+    assert wide == [], f"{name} at 1400 px: {len(wide)} display equations wider than the column {wide}"
+
+
+def test_the_column_is_widest_on_a_desktop(browser, base_url):
+    """The text column at 1920 px is at least as wide as at 1400 px, so an equation that fits at
+    1400 px fits at 1920 px; and the wide-equation check reports an equation squeezed below its
+    width."""
+    widths = {}
+    for w in (1400, 1920):
+        context = browser.new_context(viewport={"width": w, "height": 1000})
+        try:
+            page, _ = visit(context, f"{base_url}/book/autoencoder/lambert.html")
+            widths[w] = page.evaluate("() => document.querySelector('div.math').getBoundingClientRect().width")
+            if w == 1400:
+                assert page.evaluate(INSPECT_JS)["wideMath"] == []
+                page.add_style_tag(content="div.math { max-width: 300px; }")
+                assert page.evaluate(INSPECT_JS)["wideMath"] != []
+            page.close()
+        finally:
+            context.close()
+    assert widths[1920] >= widths[1400] > 600, widths
+
+
+@pytest.mark.parametrize("name", PAGES)
 def test_formulas_paint_no_background(report, name):
     """No formula has a painted background: inside a tinted theorem or exercise box an opaque one
     showed as a white patch behind every inline formula."""
@@ -60,9 +89,10 @@ def test_inline_formulas_that_fit_their_line_do_not_scroll(report, phone_report,
         assert r["needlessScroll"] == [], f"{name} at {width} px: {r['needlessScroll'][:5]}"
 
 
-@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", PAGES + INDEX_PAGES)
 def test_page_does_not_scroll_sideways_at_400px(phone_report, name):
-    """On a phone the page body never scrolls horizontally (long API signatures, inline code)."""
+    """On a phone the page body never scrolls horizontally (long API signatures, inline code, the
+    general index's two columns of long entries)."""
     assert phone_report[name]["sideways"] is None, f"{name} at 400 px: {phone_report[name]['sideways']}"
 
 
@@ -74,7 +104,7 @@ def test_nothing_is_cut_off(report, phone_report, name):
     assert report[name]["clipped"] == [], f"{name} at 1400 px: {report[name]['clipped']}"
 
 
-@pytest.mark.parametrize("name", PAGES)
+@pytest.mark.parametrize("name", PAGES + INDEX_PAGES)
 def test_wide_boxes_scroll_with_a_cue_at_400px(phone_report, name):
     """Tables, formulas (inline and display) and API signatures wider than a phone's column scroll
     inside their own box, with a visible cue at the edges that have more."""
@@ -83,8 +113,8 @@ def test_wide_boxes_scroll_with_a_cue_at_400px(phone_report, name):
     assert r["overflow"] == [], f"{name} at 400 px: {r['overflow']}"
 
 
-#: Smallest text, in CSS px, that a figure may show on a 400 px phone.
-MIN_FIGURE_TEXT_PX = 8.0
+#: Smallest text, in CSS px, that a figure may show on a 400 px phone: 8 pt (a CSS pt is 96/72 px).
+MIN_FIGURE_TEXT_PX = 8 * 96 / 72
 
 
 def figure_text_px(image: dict) -> float | None:
@@ -109,8 +139,9 @@ def figure_text_px(image: dict) -> float | None:
 
 @pytest.mark.parametrize("name", PAGES)
 def test_figure_text_is_legible_at_400px(phone_report, name):
-    """On a phone every figure shows its smallest text at 8 px or more: a wide figure keeps a legible
-    width and scrolls sideways in its own box (with a cue) instead of shrinking to the column."""
+    """On a phone every figure shows its smallest text at 8 pt (10.67 CSS px) or more: a wide figure
+    keeps a legible width and scrolls sideways in its own box (with a cue) instead of shrinking to
+    the column."""
     small = []
     for image in phone_report[name]["images"]:
         if image["logo"] or image["shown"] == 0:  # the logo; a figure inside a folded block
@@ -118,19 +149,26 @@ def test_figure_text_is_legible_at_400px(phone_report, name):
         px = figure_text_px(image)
         if px is None:
             small.append((image["src"][:60], "no declared width: text size unknown"))
-        elif px < MIN_FIGURE_TEXT_PX:
+        elif px < MIN_FIGURE_TEXT_PX - 1e-6:
             small.append((image["src"][:60], f"text {px:.1f} px ({image['shown']:.0f} px wide)"))
-    assert small == [], f"{name} at 400 px: figures with text under {MIN_FIGURE_TEXT_PX} px {small}"
+    assert small == [], f"{name} at 400 px: figures with text under 8 pt ({MIN_FIGURE_TEXT_PX:.2f} px) {small}"
 
 
 def test_the_figure_text_check_catches_a_shrunk_figure(browser, base_url):
     """Scaled into the phone's column (what the theme does without the book's script and styles),
-    the multi-panel figures of the Platonic chapter show text under 8 px and the check says so."""
+    the multi-panel figures of the Platonic chapter show text under 8 pt and the check says so; so
+    does the figures' former minimum width (text at 8.5 px)."""
     context = browser.new_context(viewport={"width": 400, "height": 860})
     try:
         page, _ = visit(context, f"{base_url}/book/platonic/experiments.html")
         images = [i for i in page.evaluate(INSPECT_JS)["images"] if not i["logo"] and i["shown"]]
-        assert images and all(figure_text_px(i) >= MIN_FIGURE_TEXT_PX for i in images)
+        assert images and all(figure_text_px(i) >= MIN_FIGURE_TEXT_PX - 1e-6 for i in images)
+        page.evaluate(  # the minimum widths of the former target, text at 8.5 px
+            "() => document.querySelectorAll('.bd-article img[data-legible]').forEach(i => i.style.minWidth ="
+            " Math.ceil(8.5 / (8 / 72 * 100) * Math.min(parseFloat(i.style.width), 750)) + 'px')"
+        )
+        former = [figure_text_px(i) for i in page.evaluate(INSPECT_JS)["images"] if not i["logo"] and i["shown"]]
+        assert sum(px < MIN_FIGURE_TEXT_PX for px in former) >= 3, former
         page.add_style_tag(content=".bd-article img { min-width: 0 !important; }")
         shrunk = [figure_text_px(i) for i in page.evaluate(INSPECT_JS)["images"] if not i["logo"] and i["shown"]]
         assert sum(px < MIN_FIGURE_TEXT_PX for px in shrunk) >= 3, shrunk
@@ -147,7 +185,7 @@ def test_punctuation_stays_with_inline_math_at_400px(phone_report, name):
 
 def test_the_layout_checks_catch_the_theme_defaults(browser, base_url):
     """Without the book's stylesheet (the theme's rules alone) the checks above report each defect
-    they guard against at 400 px: the API page scrolls sideways, inline math and the next-page link
+    they guard against at 400 px: the API page and the general index scroll sideways, inline math and the next-page link
     are cut off, the report's claims tables scroll without a cue."""
     context = browser.new_context(viewport={"width": 400, "height": 860})
     disable = (
@@ -157,7 +195,7 @@ def test_the_layout_checks_catch_the_theme_defaults(browser, base_url):
     )
     found = {}
     try:
-        for name in ("book/api", "book/intro", "book/notation", "book/reproduction-report"):
+        for name in ("book/api", "book/intro", "book/notation", "book/reproduction-report", "genindex"):
             page, _ = visit(context, f"{base_url}/{name}.html")
             assert page.evaluate(INSPECT_JS)["sideways"] is None, f"{name}: already broken with the book's CSS"
             page.evaluate(disable)
@@ -167,6 +205,7 @@ def test_the_layout_checks_catch_the_theme_defaults(browser, base_url):
     finally:
         context.close()
     assert found["book/api"]["sideways"] is not None
+    assert found["genindex"]["sideways"] is not None
     assert any("span.math" in c for c in found["book/intro"]["clipped"]), found["book/intro"]["clipped"]
     assert any("right-next" in c for c in found["book/notation"]["clipped"]), found["book/notation"]["clipped"]
     assert any("claims" in u or "scrolls without a cue" in u for u in found["book/reproduction-report"]["uncued"])
@@ -195,21 +234,27 @@ def test_the_overflow_check_catches_a_cut_off_equation(browser, base_url):
 
 
 def test_the_tex_check_catches_leaked_tex(browser, base_url):
-    """Brace groups such as x^{2} count as leaked TeX in prose but not in the report's claims table,
-    where statements are plain Unicode text; a TeX command counts everywhere."""
+    """Brace groups such as S^{1/2} count as leaked TeX in prose and in the report's claims tables
+    (whose statements typeset their $…$ formulas: nothing TeX-like is left in their text), a TeX
+    command everywhere; the report's typeset statements themselves pass."""
     context = browser.new_context()
     try:
         page, _ = visit(context, f"{base_url}/book/reproduction-report.html")
-        assert page.evaluate(INSPECT_JS)["tex"] == []
-        inject = (
-            "() => { const t = document.querySelector('table.claims-table td');"
-            " t.append(document.createTextNode(' s^{2/N} ')); return !!t; }"
+        found = page.evaluate(INSPECT_JS)
+        assert found["tex"] == [] and found["mathErrors"] == []
+        assert page.evaluate("() => document.querySelectorAll('table.claims-table mjx-container').length") >= 10, (
+            "expected the report's statements to typeset their formulas"
         )
-        assert page.evaluate(inject), "expected a claims table on the report page"
-        assert page.evaluate(INSPECT_JS)["tex"] == []
-        page.evaluate(
-            r"() => document.querySelector('table.claims-table td').append(document.createTextNode(' \\frac{a}{b} '))"
+        cell = "document.querySelector('table.claims-table td')"
+        assert page.evaluate(
+            f"() => {{ const t = {cell}; t.append(document.createTextNode(' A = S^{{1/2}} ')); return !!t; }}"
         )
+        assert any("S^{1/2}" in t for t in page.evaluate(INSPECT_JS)["tex"])
+        page.reload()
+        page.wait_for_function(MATHJAX_READY_JS)
+        page.evaluate(f"() => {cell}.append(document.createTextNode(' W_{{i+1}} '))")
+        assert any("W_{i+1}" in t for t in page.evaluate(INSPECT_JS)["tex"])
+        page.evaluate(rf"() => {cell}.append(document.createTextNode(' \\frac{{a}}{{b}} '))")
         assert any("frac" in t for t in page.evaluate(INSPECT_JS)["tex"])
         page.evaluate("() => document.querySelector('main p').append(document.createTextNode(' x^{2} '))")
         assert any("x^{2}" in t for t in page.evaluate(INSPECT_JS)["tex"])
