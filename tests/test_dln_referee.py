@@ -117,3 +117,29 @@ def test_mean_field_free_energy_dirac_and_validation():
         dln.mean_field_free_energy([1.0, 2.0], [1.0], N=N, p=p, beta0=beta0)
     with pytest.raises(ValueError, match="beta0"):
         dln.mean_field_free_energy([1.0], [1.0], N=N, p=p, beta0=-1.0)
+
+
+def test_factor_gradients_match_finite_differences():
+    rng = np.random.default_rng(3)
+    Ws = [rng.standard_normal((3, 3)) for _ in range(3)]
+    target = rng.standard_normal((3, 3))
+    mask = rng.uniform(size=(3, 3)) < 0.6
+
+    def energy(Ws_):
+        return 0.5 * np.sum((mask * (dln.end_to_end(Ws_) - target)) ** 2)
+
+    G = dln.factor_gradients(Ws, mask * (dln.end_to_end(Ws) - target))
+    h = 1e-6
+    for k in range(3):
+        for i in range(3):
+            for j in range(3):
+                up = [W.copy() for W in Ws]
+                dn = [W.copy() for W in Ws]
+                up[k][i, j] += h
+                dn[k][i, j] -= h
+                assert (energy(up) - energy(dn)) / (2 * h) == pytest.approx(G[k][i, j], rel=1e-6, abs=1e-8)
+
+
+def test_factor_gradients_validation():
+    with pytest.raises(ValueError, match="grad_X"):
+        dln.factor_gradients([np.eye(2), np.eye(2)], np.eye(3))

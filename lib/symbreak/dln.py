@@ -2333,3 +2333,38 @@ def mean_field_free_energy(x, w, *, N, p, beta0) -> float:
     beta0 = check_positive("beta0", beta0)
     P = mean_field_pair_matrix(x, N)
     return finite_result("mean_field_free_energy", float(w @ (x**p / p) - (w @ P @ w) / (2.0 * beta0)))
+
+
+__all__ += ["factor_gradients"]
+
+
+def factor_gradients(Ws, grad_X) -> list:
+    """Gradients of ``E(W_N ⋯ W_1)`` with respect to each factor, for any energy (spectral or not).
+
+    ``∇_{W_k} E = (W_N ⋯ W_{k+1})ᵀ ∇E(X) (W_{k−1} ⋯ W_1)ᵀ`` (the factor gradient flow of the chapter's
+    first section).
+
+    Parameters
+    ----------
+    Ws : list of numpy.ndarray
+        The factors ``[W_1, …, W_N]``, each ``d×d``.
+    grad_X : array_like
+        ``∇E(X)`` at ``X = W_N ⋯ W_1``, shape ``(d, d)``.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``[∇_{W_1} E, …, ∇_{W_N} E]``.
+    """
+    Ws = _check_factors(Ws)
+    d = Ws[0].shape[0]
+    G = check_array("grad_X", grad_X, shape=(d, d))
+    n = len(Ws)
+    left = [np.eye(d)] * (n + 1)  # left[k] = W_n ⋯ W_{k+1} (0-based: product of Ws[k:] from the top)
+    for k in range(n - 1, -1, -1):
+        left[k] = left[k + 1] @ Ws[k]
+    out, right = [], np.eye(d)  # right = W_{k−1} ⋯ W_1
+    for k in range(n):
+        out.append(left[k + 1].T @ G @ right.T)
+        right = Ws[k] @ right
+    return finite_result("factor_gradients", out)
