@@ -47,6 +47,7 @@ Large ``d`` (Section 8.3): :func:`equilibrium_spectrum`, :func:`quarter_circle_d
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -212,9 +213,10 @@ _A_N = np.array([2.0 ** (2 * n) * _B2N[n - 1] / math.factorial(2 * n) for n in r
 
 def _poly_even(x2: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
     """``sum_k coeffs[k] * x2**k`` by Horner."""
-    out = np.zeros_like(x2)
-    for ck in coeffs[::-1]:
-        out = out * x2 + ck
+    out = np.full_like(x2, coeffs[-1])
+    for ck in coeffs[-2::-1]:
+        out *= x2
+        out += ck
     return out
 
 
@@ -272,6 +274,14 @@ def _G1(delta, N):
     return _coth_minus_inv(delta) - _coth_minus_inv(delta / N) / N
 
 
+@functools.lru_cache(maxsize=64)
+def _g1_coeffs(N) -> np.ndarray:
+    """Series of ``G_N'(δ) = c(δ) − c(δ/N)/N = Σ_n a_n (1 − N^{−2n}) δ^{2n−1}`` (``|δ| < 1/2``)."""
+    if math.isinf(N):
+        return _A_N
+    return _A_N * (1.0 - float(N) ** (-2.0 * np.arange(1, _NTERMS + 1)))
+
+
 def _h(delta, N):
     """``h(δ) = (1 − 1/N) + G_N'(δ)``: twice the pair's contribution to ``∂S_N/∂ℓ_i``.
 
@@ -283,7 +293,8 @@ def _h(delta, N):
     delta = np.asarray(delta, dtype=float)
     out = np.empty_like(delta)
     small = np.abs(delta) < _SERIES_CUT
-    out[small] = _kappa(N) + _G1(delta[small], N)
+    ds = delta[small]
+    out[small] = _kappa(N) + ds * _poly_even(ds * ds, _g1_coeffs(N))  # G_N'(δ), one series
     dl = delta[~small]
     first = -2.0 / np.expm1(-2.0 * dl)
     out[~small] = first - 1.0 / dl if math.isinf(N) else first + (2.0 / N) / np.expm1(-2.0 * dl / N)
@@ -1328,6 +1339,7 @@ def scale_time_function(s, *, p, N, d, beta):
 # relative accuracy down to the underflow of e^{−w}.
 
 _CLOCK_TERMS = 120
+_LOG_TAIL = math.log(1e-19)
 
 
 def _series_below(a: float, z: float) -> float:
@@ -1358,17 +1370,30 @@ def _series_above(a: float, u: float) -> float:
     return total
 
 
-def _R_near_one(a: float, x: float) -> float:
-    """``R_a(1 − x) − R_a(1) = −Σ_{k≥1} ((1−a)_k/k!) x^k/k`` for ``|x| ≤ 1/2``."""
-    total, ck, xk = 0.0, 1.0, 1.0
+@functools.lru_cache(maxsize=256)
+def _near_one_coeffs(a: float) -> tuple:
+    """``b_k = ((1−a)_k/k!)/k`` for ``k = 1, …, _CLOCK_TERMS − 1`` (``0 < a < 1``: positive, decreasing)."""
+    out, ck = [], 1.0
     for k in range(1, _CLOCK_TERMS):
         ck *= (k - a) / k
-        xk *= x
-        term = ck * xk / k
-        total += term
-        if abs(term) < 1e-18 * (abs(total) + 1e-300):
-            break
-    return -total
+        out.append(ck / k)
+    return tuple(out)
+
+
+def _R_near_one(a: float, x: float) -> float:
+    """``R_a(1 − x) − R_a(1) = −Σ_{k≥1} ((1−a)_k/k!) x^k/k`` for ``|x| ≤ 1/2``.
+
+    Horner's rule on the cached coefficients, with the ``n`` terms for which ``|x|^{n−1} < 1e-19``
+    (the ``b_k`` decrease, so the neglected tail is below ``2e-19`` of the first term); the clock's
+    root finder calls this for every time point and every iterate."""
+    if x == 0.0:
+        return -0.0
+    b = _near_one_coeffs(a)
+    n = min(len(b), int(_LOG_TAIL / math.log(abs(x))) + 2)
+    total = 0.0
+    for k in range(n - 1, -1, -1):
+        total = total * x + b[k]
+    return -total * x
 
 
 def _log_clock(a: float, side: int, *, x: float | None = None, w: float | None = None) -> float:
