@@ -1591,8 +1591,11 @@ def A_eigenvalues(sigma, N) -> np.ndarray:
     """Lemma 2.1: ``A_{N,X} u_k v_lᵀ = a_kl u_k v_lᵀ`` with
     ``a_kl = (σ_k² − σ_l²)/(σ_k^{2/N} − σ_l^{2/N}) = Σ_{m=0}^{N−1} σ_k^{2(N−1−m)/N} σ_l^{2m/N}``
     (``a_kk = N σ_k^{2−2/N}``). Returns the ``d×d`` array ``a_kl`` (tie-safe polynomial form)."""
-    sigma = _check_sigma(sigma)
-    N = _check_depth(N)
+    return _a_kl(_check_sigma(sigma), _check_depth(N))
+
+
+def _a_kl(sigma, N) -> np.ndarray:
+    """The body of :func:`A_eigenvalues`, unvalidated (for the matrix flow's right-hand side)."""
     if N > _LOOP_DEPTH:  # a_kl = λ_max^{2(N−1)} Σ_m r^{2m} in closed form: no loop over the N layers
         ell = np.log(sigma)
         hi = np.maximum(ell[:, None], ell[None, :])
@@ -1795,13 +1798,26 @@ def matrix_velocity(X, *, N, beta, grad_energy) -> np.ndarray:
     grad_energy : callable
         ``X ↦ ∇E(X)`` (Euclidean gradient, same shape as ``X``); spectral or not.
     """
-    X = check_array("X", X, ndim=2)
+    X, N, beta = _check_matrix_flow_args(X, N, beta, grad_energy)
+    return _matrix_velocity(X, N, beta, grad_energy)
+
+
+def _check_matrix_flow_args(X, N, beta, grad_energy, name: str = "X"):
+    X = check_array(name, X, ndim=2)
     N = _check_depth(N, minimum=2)
     beta = _check_beta(beta, allow_inf=True)
     if not callable(grad_energy):
         raise TypeError("grad_energy must be a callable X -> grad E(X)")
     if X.shape[0] != X.shape[1]:
-        raise ValueError(f"X must be square, got shape {X.shape}")
+        raise ValueError(f"{name} must be square, got shape {X.shape}")
+    return X, N, beta
+
+
+def _matrix_velocity(X, N, beta, grad_energy) -> np.ndarray:
+    """The body of :func:`matrix_velocity` for validated ``N``, ``beta``, ``grad_energy`` and a square
+    float ``X`` (the ODE right-hand side: validated once per solve, not at every evaluation)."""
+    if not np.all(np.isfinite(X)):  # never hand a non-finite matrix to the SVD (LAPACK can loop forever on it)
+        raise ValueError("matrix_velocity: X must contain only finite numbers (the flow left the float64 range)")
     G = check_array("grad_energy(X)", grad_energy(X))
     if G.shape != X.shape:
         raise ValueError(f"grad_energy(X) must return an array of shape {X.shape}, got {G.shape}")
@@ -1809,7 +1825,7 @@ def matrix_velocity(X, *, N, beta, grad_energy) -> np.ndarray:
     if not np.all(s > 0) or not np.all(np.isfinite(s)):
         raise ValueError("X must be invertible and finite (all singular values in (0, inf))")
     # A_{N,X} in the singular basis (Lemma 2.1): one SVD instead of N fractional matrix powers
-    a = A_eigenvalues(s, N)
+    a = _a_kl(s, N)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow (β → 0, huge ∇E) is reported, not returned
         if not math.isinf(beta):
             G = G - (U * _entropy_grad_batched(s, N)[None, :]) @ Vt / beta
@@ -1819,10 +1835,10 @@ def matrix_velocity(X, *, N, beta, grad_energy) -> np.ndarray:
 def matrix_flow_jacobian(X, *, N, beta, grad_energy, rel_step: float = 1e-4) -> np.ndarray:
     """Jacobian of :func:`matrix_velocity` at ``X`` (``d²×d²`` on row-major ``vec``), by
     Richardson-extrapolated central differences (:func:`numerical_jacobian`)."""
-    X = check_array("X", X, ndim=2)
+    X, N, beta = _check_matrix_flow_args(X, N, beta, grad_energy)
     shape = X.shape
     h = check_positive("rel_step", rel_step) * float(np.abs(X).max())
-    fun = lambda v: matrix_velocity(v.reshape(shape), N=N, beta=beta, grad_energy=grad_energy).ravel()  # noqa: E731
+    fun = lambda v: _matrix_velocity(v.reshape(shape), N, beta, grad_energy).ravel()  # noqa: E731
     x = X.ravel()
     cols = []
     for j in range(x.size):
@@ -1845,7 +1861,7 @@ def matrix_flow(
     when the integration fails or needs more than ``max_steps`` right-hand-side evaluations (no
     hang), and when ``grad_energy`` returns a non-finite or misshaped gradient.
     """
-    X0 = check_array("X0", X0, ndim=2)
+    X0, N, beta = _check_matrix_flow_args(X0, N, beta, grad_energy, name="X0")
     t_eval = check_array("t_eval", t_eval, ndim=1)
     if t_eval.size == 0 or np.any(t_eval < 0) or np.any(np.diff(t_eval) < 0) or not np.all(np.isfinite(t_eval)):
         raise ValueError("t_eval must be a non-empty, non-decreasing array of finite times >= 0")
@@ -1857,7 +1873,7 @@ def matrix_flow(
         calls[0] += 1
         if calls[0] > max_steps:
             raise ValueError(f"matrix_flow: more than max_steps={max_steps} evaluations; shorten the horizon")
-        return matrix_velocity(v.reshape(shape), N=N, beta=beta, grad_energy=grad_energy).ravel()
+        return _matrix_velocity(v.reshape(shape), N, beta, grad_energy).ravel()
 
     if t_eval[-1] == 0.0:
         return np.repeat(X0[None], t_eval.size, axis=0)
