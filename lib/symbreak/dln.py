@@ -49,8 +49,8 @@ from __future__ import annotations
 
 import functools
 import math
-from fractions import Fraction
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
@@ -216,10 +216,14 @@ def _bernoulli(m: int) -> Fraction:
         for j in range(k, 0, -1):
             a[j - 1] = j * (a[j - 1] - a[j])
     return a[0] if m != 1 else Fraction(-1, 2)
+
+
 _NTERMS = 16
 # c(x) = sum_n a_n x^(2n-1), a_n = 2^(2n) B_2n / (2n)!, from the exact Bernoulli numbers (rounded once;
 # scipy.special.bernoulli's B_4 is off by 2e-12 relative, which put 3e-14 relative errors into c near 1/2)
-_A_N = np.array([float(Fraction(2 ** (2 * n)) * _bernoulli(2 * n) / math.factorial(2 * n)) for n in range(1, _NTERMS + 1)])
+_A_N = np.array(
+    [float(Fraction(2 ** (2 * n)) * _bernoulli(2 * n) / math.factorial(2 * n)) for n in range(1, _NTERMS + 1)]
+)
 
 
 def _poly_even(x2: np.ndarray, coeffs: np.ndarray) -> np.ndarray:

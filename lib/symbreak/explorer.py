@@ -138,10 +138,7 @@ def _rgba(fig, dpi: float, *, fresh: bool):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     if (
-        isinstance(fig.canvas, FigureCanvasAgg)
-        and not _lays_out(fig)
-        and not fig.stale
-        and fig.dpi == dpi
+        isinstance(fig.canvas, FigureCanvasAgg) and not _lays_out(fig) and not fig.stale and fig.dpi == dpi
     ):  # drawn at this resolution (by place_legends, see _drawn) and unchanged since: its pixels
         return np.array(fig.canvas.buffer_rgba())
     old_canvas, old_dpi = fig.canvas, fig.dpi
@@ -229,7 +226,11 @@ def _frames(draw, grid, dpi, colors, max_bytes):
     kept, reused, size_in, total = {}, False, None, 0
     for scale in (1.0, 0.8, 0.6):
         frames, total, use_svg = {}, 0, None
-        source = ((key, fig, True) for key, fig in kept.items()) if scale < 1.0 and not reused else _drawn(draw, grid, dpi * scale)
+        source = (
+            ((key, fig, True) for key, fig in kept.items())
+            if scale < 1.0 and not reused
+            else _drawn(draw, grid, dpi * scale)
+        )
         for key, fig, fresh in source:
             if size_in is None:
                 size_in = tuple(fig.get_size_inches())
