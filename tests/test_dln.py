@@ -724,3 +724,21 @@ def test_singular_value_flows_rejects_bad_input(kwargs, error):
     args = {"sigma0s": [[1.0, 2.0]], "t_eval": [0.0, 1.0], "N": 3, "beta": 1.0, "p": 2.0} | kwargs
     with pytest.raises(error):
         dln.singular_value_flows(args.pop("sigma0s"), args.pop("t_eval"), **args)
+
+
+@pytest.mark.parametrize("N", [1, 2, 3, 7, 64, np.inf])
+def test_h_tie_series_is_kappa_plus_G1(N):
+    """h(δ) = κ + G_N'(δ) on the tie series |δ| < 1/2 (one polynomial in δ), against 40-digit
+    coth δ − coth(δ/N)/N (and coth δ − 1/δ at N = inf)."""
+    for d in [-0.49, -0.2, -1e-6, 0.0, 1e-9, 0.1, 0.3, 0.4999]:
+        with mp.workdps(40):
+            dm = mp.mpf(d)
+            if d == 0.0:
+                g1 = mp.mpf(0)
+            elif math.isinf(N):
+                g1 = mp.coth(dm) - 1 / dm
+            else:
+                g1 = mp.coth(dm) - mp.coth(dm / N) / N
+            ref = float((1 - (0 if math.isinf(N) else mp.mpf(1) / N)) + g1)
+        got = float(dln._h(np.array([d]), N)[0])
+        assert abs(got - ref) <= 4e-16 * max(abs(ref), 1e-300) + 1e-300, (N, d, got, ref)  # two roundings

@@ -124,3 +124,15 @@ def test_schatten_scale_rejects_bad_times(bad_t):
 def test_schatten_scale_rejects_bad_starts(bad_s0):
     with pytest.raises(ValueError, match="s0"):
         dln.schatten_scale([1.0], bad_s0, p=2.0, N=3, d=3, beta=1.0)
+
+
+@pytest.mark.parametrize("a", [0.03, 0.1, 1 / 3, 0.5, 0.9])
+def test_clock_series_near_one_matches_a_high_precision_sum(a):
+    """R_a(1 − x) − R_a(1) = −Σ_k ((1−a)_k/k!) x^k/k by Horner on cached coefficients, |x| ≤ 1/2,
+    against the same series summed in 40-digit arithmetic."""
+    for x in [-0.5, -0.31, -1e-3, -1e-300, 1e-300, 1e-8, 0.2, 0.4999, 0.5]:
+        with mp.workdps(40):
+            ref = -mp.nsum(lambda k: mp.rf(1 - a, k) / mp.factorial(k) * mp.mpf(x) ** k / k, [1, mp.inf])
+        got = dln._R_near_one(a, x)
+        assert abs(got - float(ref)) <= 4e-16 * abs(float(ref)), (a, x, got, float(ref))
+    assert dln._R_near_one(a, 0.0) == 0.0

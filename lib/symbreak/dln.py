@@ -47,8 +47,10 @@ Large ``d`` (Section 8.3): :func:`equilibrium_spectrum`, :func:`quarter_circle_d
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Callable
 
 import numpy as np
@@ -204,17 +206,32 @@ def _kappa(N) -> float:
 # ---------------------------------------------------------------------------------------------
 
 _SERIES_CUT = 0.5
+
+
+def _bernoulli(m: int) -> Fraction:
+    """The Bernoulli number ``B_m`` (``B_1 = −1/2``), exactly, by the Akiyama–Tanigawa recursion."""
+    a = [Fraction(0)] * (m + 1)
+    for k in range(m + 1):
+        a[k] = Fraction(1, k + 1)
+        for j in range(k, 0, -1):
+            a[j - 1] = j * (a[j - 1] - a[j])
+    return a[0] if m != 1 else Fraction(-1, 2)
+
+
 _NTERMS = 16
-_B2N = np.array([special.bernoulli(2 * n)[2 * n] for n in range(1, _NTERMS + 1)])
-# c(x) = sum_n a_n x^(2n-1), a_n = 2^(2n) B_2n / (2n)!
-_A_N = np.array([2.0 ** (2 * n) * _B2N[n - 1] / math.factorial(2 * n) for n in range(1, _NTERMS + 1)])
+# c(x) = sum_n a_n x^(2n-1), a_n = 2^(2n) B_2n / (2n)!, from the exact Bernoulli numbers (rounded once;
+# scipy.special.bernoulli's B_4 is off by 2e-12 relative, which put 3e-14 relative errors into c near 1/2)
+_A_N = np.array(
+    [float(Fraction(2 ** (2 * n)) * _bernoulli(2 * n) / math.factorial(2 * n)) for n in range(1, _NTERMS + 1)]
+)
 
 
 def _poly_even(x2: np.ndarray, coeffs: np.ndarray) -> np.ndarray:
     """``sum_k coeffs[k] * x2**k`` by Horner."""
-    out = np.zeros_like(x2)
-    for ck in coeffs[::-1]:
-        out = out * x2 + ck
+    out = np.full_like(x2, coeffs[-1])
+    for ck in coeffs[-2::-1]:
+        out *= x2
+        out += ck
     return out
 
 
@@ -272,6 +289,14 @@ def _G1(delta, N):
     return _coth_minus_inv(delta) - _coth_minus_inv(delta / N) / N
 
 
+@functools.lru_cache(maxsize=64)
+def _g1_coeffs(N) -> np.ndarray:
+    """Series of ``G_N'(δ) = c(δ) − c(δ/N)/N = Σ_n a_n (1 − N^{−2n}) δ^{2n−1}`` (``|δ| < 1/2``)."""
+    if math.isinf(N):
+        return _A_N
+    return _A_N * (1.0 - float(N) ** (-2.0 * np.arange(1, _NTERMS + 1)))
+
+
 def _h(delta, N):
     """``h(δ) = (1 − 1/N) + G_N'(δ)``: twice the pair's contribution to ``∂S_N/∂ℓ_i``.
 
@@ -283,7 +308,8 @@ def _h(delta, N):
     delta = np.asarray(delta, dtype=float)
     out = np.empty_like(delta)
     small = np.abs(delta) < _SERIES_CUT
-    out[small] = _kappa(N) + _G1(delta[small], N)
+    ds = delta[small]
+    out[small] = _kappa(N) + ds * _poly_even(ds * ds, _g1_coeffs(N))  # G_N'(δ), one series
     dl = delta[~small]
     first = -2.0 / np.expm1(-2.0 * dl)
     out[~small] = first - 1.0 / dl if math.isinf(N) else first + (2.0 / N) / np.expm1(-2.0 * dl / N)
@@ -747,29 +773,41 @@ def certify_concavity(N, *, max_intervals: int = 20_000, dps: int = 30) -> dict:
     tail = concavity_tail_start(N)
     with mpmath.workdps(dps):
         iv.dps = dps
-        n = iv.mpf(N)
-        kap = 1 - 1 / n
+        # every constant enclosed once: mixing Python numbers into interval expressions converts
+        # them at every operation, most of the cost (any grouping of the same real expression gives
+        # a valid enclosure)
+        one, n = iv.mpf(1), iv.mpf(N)
+        inv_n = one / n
+        inv_n2 = inv_n * inv_n
+        kap = one - inv_n
+        kap2, two_kap, four_kap = kap * kap, 2 * kap, 4 * kap
+        lead = 4 * kap * inv_n * (one - 2 * inv_n)  # 4κ(1 − 2/N)/N
+        quad = 8 * kap * inv_n2  # 8κ/N²
+        c3, c45, c945 = one / 3, one / 45, iv.mpf(2) / 945
+        e3, e15, e189 = -one / 3, one / 15, iv.mpf(2) / 189
+        unit = iv.mpf([0, 1])
+        two, four = iv.mpf(2), iv.mpf(4)
+        two_inv_n = two * inv_n
 
         def c_enc(x):
-            return x / 3 - x**3 / 45 + iv.mpf([0, 1]) * (2 * x**5 / 945)
+            x2 = x * x
+            return x * c3 - x * x2 * c45 + unit * (x * x2 * x2 * c945)
 
         def e_enc(x):
-            return -iv.mpf(1) / 3 + x**2 / 15 - iv.mpf([0, 1]) * (2 * x**4 / 189)
+            x2 = x * x
+            return e3 + x2 * e15 - unit * (x2 * x2 * e189)
 
         def enclose(a, b):
             x = iv.mpf([a, b])
             if b <= 0.5:
-                g1 = c_enc(x) - c_enc(x / n) / n
-                g2 = -e_enc(x) + e_enc(x / n) / n**2
-                return kap**2 - 2 * kap * g2 - g1**2
-            eps = 1 / (iv.exp(2 * x) - 1)
-            eta = 1 / (iv.exp(2 * x / n) - 1)
-            return (
-                4 * kap * eta / n * (1 - 2 / n)
-                - 8 * kap * eta**2 / n**2
-                + 4 * kap * eps * (1 + 2 * eps)
-                - 4 * (eta / n - eps) ** 2
-            )
+                xn = x * inv_n
+                g1 = c_enc(x) - c_enc(xn) * inv_n
+                g2 = e_enc(xn) * inv_n2 - e_enc(x)
+                return kap2 - two_kap * g2 - g1 * g1
+            eps = one / (iv.exp(two * x) - one)
+            eta = one / (iv.exp(two_inv_n * x) - one)
+            diff = eta * inv_n - eps
+            return lead * eta - quad * (eta * eta) + four_kap * eps * (one + two * eps) - four * (diff * diff)
 
         stack = [(0.0, 0.5), (0.5, float(tail) + 1e-9)] if tail > 0.5 else [(0.0, 0.5)]
         used, min_lower, ok = 0, math.inf, True
@@ -1328,6 +1366,7 @@ def scale_time_function(s, *, p, N, d, beta):
 # relative accuracy down to the underflow of e^{−w}.
 
 _CLOCK_TERMS = 120
+_LOG_TAIL = math.log(1e-19)
 
 
 def _series_below(a: float, z: float) -> float:
@@ -1358,17 +1397,30 @@ def _series_above(a: float, u: float) -> float:
     return total
 
 
-def _R_near_one(a: float, x: float) -> float:
-    """``R_a(1 − x) − R_a(1) = −Σ_{k≥1} ((1−a)_k/k!) x^k/k`` for ``|x| ≤ 1/2``."""
-    total, ck, xk = 0.0, 1.0, 1.0
+@functools.lru_cache(maxsize=256)
+def _near_one_coeffs(a: float) -> tuple:
+    """``b_k = ((1−a)_k/k!)/k`` for ``k = 1, …, _CLOCK_TERMS − 1`` (``0 < a < 1``: positive, decreasing)."""
+    out, ck = [], 1.0
     for k in range(1, _CLOCK_TERMS):
         ck *= (k - a) / k
-        xk *= x
-        term = ck * xk / k
-        total += term
-        if abs(term) < 1e-18 * (abs(total) + 1e-300):
-            break
-    return -total
+        out.append(ck / k)
+    return tuple(out)
+
+
+def _R_near_one(a: float, x: float) -> float:
+    """``R_a(1 − x) − R_a(1) = −Σ_{k≥1} ((1−a)_k/k!) x^k/k`` for ``|x| ≤ 1/2``.
+
+    Horner's rule on the cached coefficients, with the ``n`` terms for which ``|x|^{n−1} < 1e-19``
+    (the ``b_k`` decrease, so the neglected tail is below ``2e-19`` of the first term); the clock's
+    root finder calls this for every time point and every iterate."""
+    if x == 0.0:
+        return -0.0
+    b = _near_one_coeffs(a)
+    n = min(len(b), int(_LOG_TAIL / math.log(abs(x))) + 2)
+    total = 0.0
+    for k in range(n - 1, -1, -1):
+        total = total * x + b[k]
+    return -total * x
 
 
 def _log_clock(a: float, side: int, *, x: float | None = None, w: float | None = None) -> float:
@@ -1566,8 +1618,11 @@ def A_eigenvalues(sigma, N) -> np.ndarray:
     """Lemma 2.1: ``A_{N,X} u_k v_lᵀ = a_kl u_k v_lᵀ`` with
     ``a_kl = (σ_k² − σ_l²)/(σ_k^{2/N} − σ_l^{2/N}) = Σ_{m=0}^{N−1} σ_k^{2(N−1−m)/N} σ_l^{2m/N}``
     (``a_kk = N σ_k^{2−2/N}``). Returns the ``d×d`` array ``a_kl`` (tie-safe polynomial form)."""
-    sigma = _check_sigma(sigma)
-    N = _check_depth(N)
+    return _a_kl(_check_sigma(sigma), _check_depth(N))
+
+
+def _a_kl(sigma, N) -> np.ndarray:
+    """The body of :func:`A_eigenvalues`, unvalidated (for the matrix flow's right-hand side)."""
     if N > _LOOP_DEPTH:  # a_kl = λ_max^{2(N−1)} Σ_m r^{2m} in closed form: no loop over the N layers
         ell = np.log(sigma)
         hi = np.maximum(ell[:, None], ell[None, :])
@@ -1770,13 +1825,26 @@ def matrix_velocity(X, *, N, beta, grad_energy) -> np.ndarray:
     grad_energy : callable
         ``X ↦ ∇E(X)`` (Euclidean gradient, same shape as ``X``); spectral or not.
     """
-    X = check_array("X", X, ndim=2)
+    X, N, beta = _check_matrix_flow_args(X, N, beta, grad_energy)
+    return _matrix_velocity(X, N, beta, grad_energy)
+
+
+def _check_matrix_flow_args(X, N, beta, grad_energy, name: str = "X"):
+    X = check_array(name, X, ndim=2)
     N = _check_depth(N, minimum=2)
     beta = _check_beta(beta, allow_inf=True)
     if not callable(grad_energy):
         raise TypeError("grad_energy must be a callable X -> grad E(X)")
     if X.shape[0] != X.shape[1]:
-        raise ValueError(f"X must be square, got shape {X.shape}")
+        raise ValueError(f"{name} must be square, got shape {X.shape}")
+    return X, N, beta
+
+
+def _matrix_velocity(X, N, beta, grad_energy) -> np.ndarray:
+    """The body of :func:`matrix_velocity` for validated ``N``, ``beta``, ``grad_energy`` and a square
+    float ``X`` (the ODE right-hand side: validated once per solve, not at every evaluation)."""
+    if not np.all(np.isfinite(X)):  # never hand a non-finite matrix to the SVD (LAPACK can loop forever on it)
+        raise ValueError("matrix_velocity: X must contain only finite numbers (the flow left the float64 range)")
     G = check_array("grad_energy(X)", grad_energy(X))
     if G.shape != X.shape:
         raise ValueError(f"grad_energy(X) must return an array of shape {X.shape}, got {G.shape}")
@@ -1784,7 +1852,7 @@ def matrix_velocity(X, *, N, beta, grad_energy) -> np.ndarray:
     if not np.all(s > 0) or not np.all(np.isfinite(s)):
         raise ValueError("X must be invertible and finite (all singular values in (0, inf))")
     # A_{N,X} in the singular basis (Lemma 2.1): one SVD instead of N fractional matrix powers
-    a = A_eigenvalues(s, N)
+    a = _a_kl(s, N)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow (β → 0, huge ∇E) is reported, not returned
         if not math.isinf(beta):
             G = G - (U * _entropy_grad_batched(s, N)[None, :]) @ Vt / beta
@@ -1794,10 +1862,10 @@ def matrix_velocity(X, *, N, beta, grad_energy) -> np.ndarray:
 def matrix_flow_jacobian(X, *, N, beta, grad_energy, rel_step: float = 1e-4) -> np.ndarray:
     """Jacobian of :func:`matrix_velocity` at ``X`` (``d²×d²`` on row-major ``vec``), by
     Richardson-extrapolated central differences (:func:`numerical_jacobian`)."""
-    X = check_array("X", X, ndim=2)
+    X, N, beta = _check_matrix_flow_args(X, N, beta, grad_energy)
     shape = X.shape
     h = check_positive("rel_step", rel_step) * float(np.abs(X).max())
-    fun = lambda v: matrix_velocity(v.reshape(shape), N=N, beta=beta, grad_energy=grad_energy).ravel()  # noqa: E731
+    fun = lambda v: _matrix_velocity(v.reshape(shape), N, beta, grad_energy).ravel()  # noqa: E731
     x = X.ravel()
     cols = []
     for j in range(x.size):
@@ -1820,7 +1888,7 @@ def matrix_flow(
     when the integration fails or needs more than ``max_steps`` right-hand-side evaluations (no
     hang), and when ``grad_energy`` returns a non-finite or misshaped gradient.
     """
-    X0 = check_array("X0", X0, ndim=2)
+    X0, N, beta = _check_matrix_flow_args(X0, N, beta, grad_energy, name="X0")
     t_eval = check_array("t_eval", t_eval, ndim=1)
     if t_eval.size == 0 or np.any(t_eval < 0) or np.any(np.diff(t_eval) < 0) or not np.all(np.isfinite(t_eval)):
         raise ValueError("t_eval must be a non-empty, non-decreasing array of finite times >= 0")
@@ -1832,7 +1900,7 @@ def matrix_flow(
         calls[0] += 1
         if calls[0] > max_steps:
             raise ValueError(f"matrix_flow: more than max_steps={max_steps} evaluations; shorten the horizon")
-        return matrix_velocity(v.reshape(shape), N=N, beta=beta, grad_energy=grad_energy).ravel()
+        return _matrix_velocity(v.reshape(shape), N, beta, grad_energy).ravel()
 
     if t_eval[-1] == 0.0:
         return np.repeat(X0[None], t_eval.size, axis=0)

@@ -114,21 +114,38 @@ def _format_value(value) -> str:
     return str(value)
 
 
+def _lays_out(fig) -> bool:
+    """Whether ``fig`` has a layout engine that moves its axes at every draw. A figure made with
+    ``layout="none"`` has none, but ``savefig`` gives it the rc default on the way out (constrained
+    in the house style); ``fig.set_layout_engine("none")`` on a figure made with a layout engine
+    leaves a placeholder, which does nothing and which ``savefig`` keeps."""
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
+    engine = fig.get_layout_engine()
+    return engine is not None and not isinstance(engine, PlaceHolderLayoutEngine)
+
+
 def _rgba(fig, dpi: float, *, fresh: bool):
     """``fig`` rendered by Agg at ``dpi``: an ``(h, w, 4)`` uint8 array, the pixels ``savefig`` writes.
 
     ``savefig`` draws a figure with a layout engine twice (once to place it, once to render it). A
     ``fresh`` figure gets the same placing draw first; a figure that ``draw`` updated in place was
-    placed by the previous frame's render already, so one draw does (half the cost per frame).
+    placed by the previous frame's render already, so one draw does (half the cost per frame). A
+    figure without a layout engine (:func:`_lays_out`) that is already drawn at ``dpi`` on an Agg canvas and unchanged
+    since (``_drawn`` places the legends with a draw at the frame's resolution) is not drawn again.
     """
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
+    if (
+        isinstance(fig.canvas, FigureCanvasAgg) and not _lays_out(fig) and not fig.stale and fig.dpi == dpi
+    ):  # drawn at this resolution (by place_legends, see _drawn) and unchanged since: its pixels
+        return np.array(fig.canvas.buffer_rgba())
     old_canvas, old_dpi = fig.canvas, fig.dpi
     canvas = FigureCanvasAgg(fig)  # also for figures closed in pyplot or made by another backend
     try:
         fig.dpi = dpi
-        if fresh and fig.get_layout_engine() is not None:
+        if fresh and _lays_out(fig):
             fig.draw_without_rendering()
         canvas.draw()
         return np.array(canvas.buffer_rgba())
@@ -153,10 +170,12 @@ def _svg_bytes(fig) -> bytes:
     return buf.getvalue()
 
 
-def _drawn(draw, grid):
+def _drawn(draw, grid, dpi=None):
     """Yield ``(key, figure, fresh)`` for every grid point; ``fresh`` is ``False`` when ``draw``
     returned a figure it had returned before (updated in place: it must be encoded before the next
-    point is drawn)."""
+    point is drawn). With ``dpi``, the legends are placed by a draw at that resolution, which
+    ``_rgba`` reuses for a figure without a layout engine (one render per frame instead of three);
+    the figure's own resolution is restored when the next point is drawn."""
     import matplotlib.pyplot as plt
     from matplotlib.figure import Figure
 
@@ -170,13 +189,17 @@ def _drawn(draw, grid):
         if not isinstance(fig, Figure):
             plt.close("all")
             raise TypeError(f"draw must return a matplotlib Figure, got {type(fig).__name__} for {params}")
+        own_dpi = fig.dpi
         try:
+            if dpi is not None:
+                fig.dpi = dpi
             place_legends(legible(fig))
         finally:
             plt.close(fig)  # off pyplot's list; it still renders
         fresh = id(fig) not in seen
         seen.add(id(fig))
         yield "-".join(map(str, idx)), fig, fresh
+        fig.dpi = own_dpi
 
 
 def _encode(fig, fresh, dpi, colors, use_svg):
@@ -203,7 +226,11 @@ def _frames(draw, grid, dpi, colors, max_bytes):
     kept, reused, size_in, total = {}, False, None, 0
     for scale in (1.0, 0.8, 0.6):
         frames, total, use_svg = {}, 0, None
-        source = ((key, fig, True) for key, fig in kept.items()) if scale < 1.0 and not reused else _drawn(draw, grid)
+        source = (
+            ((key, fig, True) for key, fig in kept.items())
+            if scale < 1.0 and not reused
+            else _drawn(draw, grid, dpi * scale)
+        )
         for key, fig, fresh in source:
             if size_in is None:
                 size_in = tuple(fig.get_size_inches())

@@ -263,7 +263,8 @@ def place_legends(fig):
                 box = ax.get_window_extent(renderer)
                 labels = ax.get_tightbbox(renderer, bbox_extra_artists=[]).y0  # below ticks and labels
                 legend.set_bbox_to_anchor((0.5, (labels - box.y0) / box.height - 0.02), transform=ax.transAxes)
-    fig.canvas.draw()
+    if fig.stale:  # a legend moved: the canvas shows the figure as it now is (else the first draw does)
+        fig.canvas.draw()
     return fig
 
 
