@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 
 import pytest
 
@@ -72,6 +73,9 @@ def test_report_joins_records_and_inventory(tmp_path, monkeypatch, records):
     assert claims.validate_report(rows) == []
     html = (tmp_path / "out" / "report.html").read_text()
     assert "the law holds" in html and "✓ holds" in html
+    # a claim's row can be linked to: report.html#claim-<id>; the inventory-only row has no id
+    assert re.search(r'<tr[^>]*id="claim-ae-demo-eq6"', html), "the claim's row has no id"
+    assert html.count('id="claim-') == 1
 
 
 def test_a_confirmed_deviation_reads_as_one(tmp_path, monkeypatch, records):

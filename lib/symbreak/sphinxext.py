@@ -149,7 +149,7 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def _table(headers, body_rows, widths, *, kind="claims-rows", labels=False):
+def _table(headers, body_rows, widths, *, kind="claims-rows", labels=False, row_ids=None):
     """A docutils table of class ``claims-table`` and ``kind``; with ``labels`` every cell starts
     with its column's name in a ``claims-label`` paragraph, which the site's CSS shows only on
     narrow screens, where each row becomes a card (HTML only: the PDF keeps plain cells)."""
@@ -166,8 +166,10 @@ def _table(headers, body_rows, widths, *, kind="claims-rows", labels=False):
     head += row
     body = nodes.tbody()
     group += body
-    for cells in body_rows:
+    for i, cells in enumerate(body_rows):
         row = nodes.row()
+        if row_ids and row_ids[i]:  # a claim's row is addressable: reproduction-report.html#claim-<id>
+            row["ids"].append(row_ids[i])
         for header, cell in zip(headers, cells):
             entry = nodes.entry()
             if labels:
@@ -195,10 +197,11 @@ def _resolve(app, doctree, fromdocname):
                 body.append([paper] + [by.get(s, 0) for s in _claims.STATUSES] + [sum(by.values())])
             node.replace_self(_table(["paper", *_claims.STATUSES, "rows"], body, [3] + [2] * 7, kind="claims-summary"))
             continue
-        body = []
+        body, ids = [], []
         for r in rows:
             if node["paper"] and r["paper"] != node["paper"]:
                 continue
+            ids.append(nodes.make_id("claim-" + r["id"]) if r.get("id") and r.get("kind") != "inventory" else None)
             verdict = {True: "✓ holds", False: "✗ fails", None: "—"}[r["holds"]]
             if r["holds"] and r.get("status") == "deviates":
                 verdict = "✓ deviation confirmed"  # the check asserts that the paper's statement fails
@@ -221,6 +224,7 @@ def _resolve(app, doctree, fromdocname):
                 body,
                 [6, 6, 30, 8, 8, 8, 5, 10],
                 labels=app.builder.format == "html",
+                row_ids=ids,
             )
         )
 
