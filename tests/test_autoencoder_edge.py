@@ -199,3 +199,19 @@ def test_compiled_sampled_minibatch_steps_are_the_numpy_steps_bit_for_bit(activa
         c.steps(xc, 5, 16, 5)
     assert np.array_equal(a.W, c.W) and np.array_equal(a.U, c.U)
     assert np.isfinite(c.W).all() and not np.array_equal(c.W, model().W)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_small_chunks_compiled_large_chunks_numpy_same_numbers(monkeypatch, dtype):
+    """A chunk of fewer than 32 replicas takes compiled steps, a larger one the batched NumPy
+    products: replica r's trajectory is the same bit for bit either way."""
+    monkeypatch.setenv("SYMBREAK_THREADS", "1")  # one chunk: 40 replicas (NumPy) against 2 (compiled)
+    lam = ae.geometric_spectrum(6)
+    kw = dict(steps=200, record_every=50, seed=9, init="random", dtype=dtype, record_weights=True)
+    big = ae.simulate_sgd(lam, 3, 0.02, 8, seeds=40, **kw)
+    small = ae.simulate_sgd(lam, 3, 0.02, 8, seeds=2, **kw)
+    assert np.array_equal(big.W[:2], small.W) and np.array_equal(big.U[:2], small.U)
+    init = [lambda s: (np.eye(6, 3), np.eye(3, 6))] * 40
+    args = (lam, 3, np.full(40, 0.01), np.full(40, 8), init, np.float64, False)
+    assert not ae._LinearModel(np.arange(40), [make_rng(i) for i in range(40)], *args).fused
+    assert ae._LinearModel(np.arange(31), [make_rng(i) for i in range(31)], *args).fused
