@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 CONF = """
@@ -19,7 +21,11 @@ exclude_patterns = ["_build"]
 """
 
 
-def test_api_page_builds_without_warnings(tmp_path):
+@pytest.fixture(scope="module")
+def api_build(tmp_path_factory):
+    """The API page built once, strictly (nitpicky, warnings as errors, ``--keep-going`` so that the
+    HTML is written even when a warning fails the build): ``(process, HTML file)``."""
+    tmp_path = tmp_path_factory.mktemp("api")
     shutil.copy(ROOT / "book" / "api.md", tmp_path / "index.md")
     (tmp_path / "conf.py").write_text(CONF)
     proc = subprocess.run(
@@ -29,6 +35,11 @@ def test_api_page_builds_without_warnings(tmp_path):
         text=True,
         timeout=600,
     )
+    return proc, tmp_path / "_build" / "html" / "index.html"
+
+
+def test_api_page_builds_without_warnings(api_build):
+    proc, _ = api_build
     assert proc.returncode == 0, proc.stderr[-3000:]
 
 
@@ -46,19 +57,12 @@ def _constant_values(html: str) -> dict[str, str]:
     return values
 
 
-def test_no_constant_prints_a_long_value(tmp_path):
+def test_no_constant_prints_a_long_value(api_build):
     """A module constant shows its value only when it is short (a number, a name): dictionaries and
     lists such as plotting.ROLE_COLORS are described by their docstring (``:meta hide-value:``)."""
-    shutil.copy(ROOT / "book" / "api.md", tmp_path / "index.md")
-    (tmp_path / "conf.py").write_text(CONF)
-    subprocess.run(
-        [sys.executable, "-m", "sphinx", "-b", "html", "-q", ".", "_build/html"],
-        cwd=tmp_path,
-        capture_output=True,
-        timeout=600,
-        check=True,
-    )
-    values = _constant_values((tmp_path / "_build" / "html" / "index.html").read_text())
+    proc, html = api_build
+    assert html.is_file(), proc.stderr[-3000:]  # written whenever Sphinx ran to the end, warnings or not
+    values = _constant_values(html.read_text())
     assert values, "expected module constants with values on the API page"
     long = {name: value[:60] + "..." for name, value in values.items() if len(value) > 80}
     assert long == {}, f"constants that print values longer than 80 characters: {long}"

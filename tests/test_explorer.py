@@ -80,8 +80,16 @@ class _InPlace:
         return self.fig
 
 
-def test_a_figure_updated_in_place_gives_the_same_frames_as_new_figures():
-    fresh, _ = explorer.static_html(draw_lines, GRID, alt="curve")
+@pytest.fixture(scope="module")
+def fresh_html():
+    """The explorer of ``draw_lines`` over ``GRID``, a new figure per setting, at full resolution
+    (built once: several tests compare with it)."""
+    html_out, _ = explorer.static_html(draw_lines, GRID, alt="curve")
+    return html_out
+
+
+def test_a_figure_updated_in_place_gives_the_same_frames_as_new_figures(fresh_html):
+    fresh = fresh_html
     in_place = _InPlace()
     reused, _ = explorer.static_html(in_place, GRID, alt="curve")
     assert in_place.calls == 6
@@ -119,9 +127,8 @@ def test_frames_that_exceed_the_budget_are_refused():
     assert plt.get_fignums() == []
 
 
-def test_resolution_drops_before_the_budget_is_refused():
-    full, _ = explorer.static_html(draw_lines, GRID, alt="curve")
-    budget = int(0.85 * len(full))
+def test_resolution_drops_before_the_budget_is_refused(fresh_html):
+    budget = int(0.85 * len(fresh_html))
     reduced, _ = explorer.static_html(draw_lines, GRID, alt="curve", max_bytes=budget)
     assert len(reduced) <= budget + 10_000  # frames fit the budget; the controls add a little
 

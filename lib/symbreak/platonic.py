@@ -60,6 +60,7 @@ Contents
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -144,7 +145,7 @@ def _sym(a: np.ndarray) -> np.ndarray:
 
 
 def _t(a: np.ndarray) -> np.ndarray:
-    return np.swapaxes(a, -1, -2)
+    return a.swapaxes(-1, -2)  # the method: the training loops call this ~10⁶ times per page
 
 
 def _tr(a: np.ndarray) -> np.ndarray:
@@ -585,10 +586,13 @@ class EDLN:
         dims = (self.n,) + self.widths + (self.m,)
         return [(dims[i + 1], dims[i]) for i in range(self.depth)]
 
-    @property
+    @cached_property
     def input_map(self) -> np.ndarray:
-        """``M^I Z``: the fixed map from the latent ``x`` to the input of ``W_1``."""
-        return self.m_in @ self.view
+        """``M^I Z``: the fixed map from the latent ``x`` to the input of ``W_1`` (computed once:
+        the training loops read it at every step; read-only, like the matrices it is made of)."""
+        out = self.m_in @ self.view
+        out.flags.writeable = False
+        return out
 
     def hidden_labels(self) -> list[str]:
         """Labels ``name:h2 .. name:hD`` of the hidden layers (outputs of ``W_1 .. W_{D-1}``)."""
@@ -904,16 +908,33 @@ def minimize_entropy_on_orbit(
 # ----------------------------------------------------------------------------------------------
 
 
+def _stacked_view(a: np.ndarray, r: int) -> np.ndarray:
+    """``a`` repeated ``r`` times along a new first axis, as a read-only view: what
+    ``numpy.broadcast_to(a, (r,) + a.shape)`` returns, at a tenth of its cost (the training loops
+    call this twice per step)."""
+    if not a.flags.c_contiguous:
+        return np.broadcast_to(a, (r,) + a.shape)
+    v = np.ndarray((r,) + a.shape, a.dtype, a, 0, (0,) + a.strides)
+    v.flags.writeable = False
+    return v
+
+
 def _forward(net: EDLN, ws):
     """Prefix maps ``P[i]`` (input of layer i+1 as a function of latent x, ``P[D]`` the last
     layer's output) and suffix maps ``Q[i] = M^O W_D ⋯ W_{i+2}`` (what follows layer i+1)."""
     d = net.depth
-    p = [np.broadcast_to(net.input_map, (ws[0].shape[0],) + net.input_map.shape)]
-    for w in ws:
+    r = ws[0].shape[0]
+    mi, mo = net.input_map, net.m_out
+    # the fixed ends as stacks of R copies (read-only views); the products broadcast the same way
+    p = [_stacked_view(mi, r)]
+    p.append(ws[0] @ mi)
+    for w in ws[1:]:
         p.append(w @ p[-1])
     q = [None] * d
-    q[d - 1] = np.broadcast_to(net.m_out, (ws[0].shape[0],) + net.m_out.shape)
-    for i in range(d - 2, -1, -1):
+    q[d - 1] = _stacked_view(mo, r)
+    if d >= 2:
+        q[d - 2] = mo @ ws[d - 1]
+    for i in range(d - 3, -1, -1):
         q[i] = q[i + 1] @ ws[i + 1]
     return p, q
 
@@ -1201,41 +1222,44 @@ def _entropy_and_loss_gradients(net, task, ws, gamma):
     """
     d = net.depth
     sx = task.sigma_x
-    p, q, a, omega = _residual_parts(net, task, ws)
-    asx = a @ sx
     g = np.asarray(gamma, dtype=float)
     use_s = bool(np.any(g != 0))
+    if not use_s:  # ∇L alone (plain gradient descent, gradient flow): no Ω, no entropic terms
+        p, q = _forward(net, ws)
+        abar = 2.0 * ((net.m_out @ p[-1] - task.v_star) @ sx)
+        return [_t(q[i]) @ abar @ _t(p[i]) for i in range(d)]
+    p, q, a, omega = _residual_parts(net, task, ws)
+    asx = a @ sx
     abar = 2.0 * asx
     grads_s = [0.0] * d
-    if use_s:
-        g3 = g.reshape(-1, 1, 1) if g.ndim else g
-        pbar = [None] * d
-        qbar = [None] * d
-        abar_s = 0.0
-        for i in range(d):
-            ps = p[i] @ sx
-            t = np.einsum("rij,rij->r", ps, p[i])[:, None, None]
-            z = _t(q[i]) @ asx
-            x = p[i] @ _t(z)
-            oq = omega @ q[i]
-            if i <= d - 2:  # Q[d-1] = M^O is fixed
-                qbar[i] = (8.0 * t) * oq + 16.0 * (asx @ (_t(p[i]) @ x))
-            if i >= 1:  # P[0] = M^I Z is fixed
-                b = np.einsum("rij,rij->r", q[i], oq)[:, None, None]
-                pbar[i] = (8.0 * b) * ps + 16.0 * (x @ z)
-            abar_s = abar_s + q[i] @ ((8.0 * t) * z + 16.0 * (_t(x) @ ps))
-        for i in range(d - 2, 0, -1):  # P[i] feeds P[i+1] = W_i P[i]
-            pbar[i] = pbar[i] + _t(ws[i]) @ pbar[i + 1]
-        for i in range(1, d - 1):  # Q[i] feeds Q[i-1] = Q[i] W_i
-            qbar[i] = qbar[i] + qbar[i - 1] @ _t(ws[i])
-        abar = abar + g3 * abar_s
-        for i in range(d):
-            gi = 0.0
-            if i + 1 <= d - 1:
-                gi = gi + pbar[i + 1] @ _t(p[i])
-            if i >= 1:
-                gi = gi + _t(q[i]) @ qbar[i - 1]
-            grads_s[i] = g3 * gi
+    g3 = g.reshape(-1, 1, 1) if g.ndim else g
+    pbar = [None] * d
+    qbar = [None] * d
+    abar_s = 0.0
+    for i in range(d):
+        ps = p[i] @ sx
+        t = np.einsum("rij,rij->r", ps, p[i])[:, None, None]
+        z = _t(q[i]) @ asx
+        x = p[i] @ _t(z)
+        oq = omega @ q[i]
+        if i <= d - 2:  # Q[d-1] = M^O is fixed
+            qbar[i] = (8.0 * t) * oq + 16.0 * (asx @ (_t(p[i]) @ x))
+        if i >= 1:  # P[0] = M^I Z is fixed
+            b = np.einsum("rij,rij->r", q[i], oq)[:, None, None]
+            pbar[i] = (8.0 * b) * ps + 16.0 * (x @ z)
+        abar_s = abar_s + q[i] @ ((8.0 * t) * z + 16.0 * (_t(x) @ ps))
+    for i in range(d - 2, 0, -1):  # P[i] feeds P[i+1] = W_i P[i]
+        pbar[i] = pbar[i] + _t(ws[i]) @ pbar[i + 1]
+    for i in range(1, d - 1):  # Q[i] feeds Q[i-1] = Q[i] W_i
+        qbar[i] = qbar[i] + qbar[i - 1] @ _t(ws[i])
+    abar = abar + g3 * abar_s
+    for i in range(d):
+        gi = 0.0
+        if i + 1 <= d - 1:
+            gi = gi + pbar[i + 1] @ _t(p[i])
+        if i >= 1:
+            gi = gi + _t(q[i]) @ qbar[i - 1]
+        grads_s[i] = g3 * gi
     return [_t(q[i]) @ abar @ _t(p[i]) + grads_s[i] for i in range(d)]
 
 
@@ -1990,7 +2014,10 @@ class _PlatonicModel:
             g = self.g0 * self.dec ** max(step - 2 * gw, 0)
             grads = _entropy_and_loss_gradients(self.net, self.task, w, ramp * g if self.use_s else 0.0)
             for i in range(len(w)):
-                w[i] = w[i] - self.lr3 * (grads[i] + 2.0 * self.wd3 * w[i])
+                g = grads[i]
+                if self.use_wd:
+                    g = g + 2.0 * self.wd3 * w[i]
+                w[i] = w[i] - self.lr3 * g
 
     def magnitude(self):
         return np.max([np.abs(a).max(axis=(1, 2)) for a in self.w], axis=0)
