@@ -526,6 +526,17 @@ BASE = {
         [np.diag([2.0, 1.0]), np.array([0.0, 0.1])],
         {"N": 3, "beta": 1.0},
     ),
+    "dln.pair_force": (dln.pair_force, [2.0, 1.0, 3], {}),
+    "dln.pair_force_asymmetry": (dln.pair_force_asymmetry, [2.0, 1.0, 3], {}),
+    "dln.phi_pair": (dln.phi_pair, [2.0, 1.0, 3], {}),
+    "dln.scale_ratio_velocity": (dln.scale_ratio_velocity, [np.array([0.5]), 1.2], {"N": 3, "p": 2.0, "beta": 1.0}),
+    "dln.mean_field_pair_matrix": (dln.mean_field_pair_matrix, [np.array([1.0, 2.0, 3.0]), 3], {}),
+    "dln.mean_field_free_energy": (
+        dln.mean_field_free_energy,
+        [np.array([1.0, 2.0]), np.array([0.5, 0.5])],
+        {"N": 3, "p": 2.0, "beta0": 1.0},
+    ),
+    "dln.factor_gradients": (dln.factor_gradients, [[np.eye(2), 2.0 * np.eye(2)], np.diag([1.0, 0.5])], {}),
     "engine.run_ensemble": (
         lambda confs, **kw: engine.run_ensemble(_Walk, confs, record_names=("x",), final_names=("x",), **kw),
         [(engine.Configuration(2, np.array([0, 3, 5]), {"eta": 0.1}),)],

@@ -2337,11 +2337,13 @@ def scale_ratio_velocity(u, s, *, N, p, beta):
     beta = _check_beta(beta)
     nu = N * p
     phi_1u = phi_pair(1.0, u, N)  # φ_N(1, u_j)
-    s_dot = -(s ** (nu - 1)) + phi_1u.sum() / (beta * s)
     pair = phi_pair(u[:, None], u[None, :], N)
     np.fill_diagonal(pair, 0.0)
     bracket = pair.sum(axis=1) + phi_pair(u, 1.0, N) - u * phi_1u.sum()
-    u_dot = s ** (nu - 2) * (u - u ** (nu - 1)) + bracket / (beta * s**2)
+    s = np.float64(s)  # NumPy powers: an overflow gives inf, which finite_result reports as a ValueError
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        s_dot = -(s ** (nu - 1)) + phi_1u.sum() / (beta * s)
+        u_dot = s ** (nu - 2) * (u - u ** (nu - 1)) + bracket / (beta * s**2)
     return finite_result("scale_ratio_velocity", (u_dot, float(s_dot)))
 
 

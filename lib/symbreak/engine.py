@@ -737,7 +737,7 @@ class WishartBlockSampler:
 
     def variates(self, rng, n_steps: int):
         """The random variates of a block of ``n_steps`` steps, for a compiled step that builds the
-        Bartlett factor itself (see :func:`_bartlett_kernel` for how ``F`` is assembled).
+        Bartlett factor itself (``F`` assembled as the sampler's compiled Bartlett kernel does).
 
         Only where :attr:`bartlett_only`. The same calls as :meth:`draw`, so the same numbers.
 
