@@ -206,10 +206,19 @@ def test_compiled_marsaglia_tsang_equals_the_numpy_reference(dtype):
     rejections (replaced by exact draws from the replica's fallback stream) included."""
     from symbreak.engine import replica_streams
 
+    from symbreak import _sfc64
+
     d, batches, m = 3, np.array([3, 4, 40]), 64  # shapes from 0.5 (boosted) to 20
-    fast = WishartBlockSampler(np.ones(d), batches, dtype=dtype, max_steps=m)
-    b = fast._variates(None, replica_streams(11, range(3)), m)
+    # the NumPy streams and the compiled Marsaglia–Tsang kernel (the path for other bit generators)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_sfc64, "state_address", lambda gen: None)
+        slow = WishartBlockSampler(np.ones(d), batches, dtype=dtype, max_steps=m)
+        b = slow._variates(None, replica_streams(11, range(3)), m)
     assert b["bad"].any()  # rejections happened (the fallback path is compared too)
+    # the compiled SFC64 path (every variate drawn in one compiled loop)
+    fast = WishartBlockSampler(np.ones(d), batches, dtype=dtype, max_steps=m)
+    c = fast._variates(None, replica_streams(11, range(3)), m)
+    assert "bad" not in c and np.array_equal(c["g"], b["g"]) and np.array_equal(c["z"], b["z"])
     ref = WishartBlockSampler(np.ones(d), batches, dtype=dtype, max_steps=m)
     streams = replica_streams(11, range(3))
     aux = [ref._aux_streams(st) for st in streams]
@@ -267,3 +276,96 @@ def test_block_sampler_variates_are_the_draws_own(dtype):
         WishartBlockSampler(np.eye(5), np.array([30])).variates(make_rng(0), 2)
     with pytest.raises(ValueError, match="n_steps"):
         b.variates(replica_streams(4, range(2)), 7)
+
+
+# --- compiled SFC64 draws (symbreak._sfc64): NumPy's numbers, bit for bit ---------------------------
+
+
+def _state_str(gen):
+    return str(gen.bit_generator.state)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (2, 250_001)])
+def test_fill_normals_is_numpy_standard_normal_bit_for_bit(dtype, shape):
+    """fill_normals gives each stream's standard_normal(out=..., dtype=...) and leaves the stream in
+    the same state, including the float32 ziggurat's buffered half-word (odd counts, and a stream
+    that starts with a half-word buffered); 2 × 250,001 normals reach the ziggurat's rare paths."""
+    from symbreak.engine import fill_normals, replica_streams
+
+    a, b = replica_streams(4, range(shape[0])), replica_streams(4, range(shape[0]))
+    for g in a + b:  # leave a buffered 32-bit half-word in every stream
+        g.integers(0, 2**32, dtype=np.uint32)
+    x, y = np.empty(shape, dtype), np.empty(shape, dtype)
+    fill_normals(a, x)
+    for j in range(shape[0]):
+        b[j].standard_normal(out=y[j], dtype=dtype)
+    assert np.array_equal(x, y)
+    assert [_state_str(g) for g in a] == [_state_str(g) for g in b]
+    assert [g.random() for g in a] == [g.random() for g in b]
+
+
+@pytest.mark.parametrize("shape", [0.5, 1.0, 3.7, 60.5])
+def test_compiled_gamma_and_exponential_are_numpy_bit_for_bit(shape):
+    """The fallback gamma of the compiled sampler is NumPy's random_standard_gamma for each of its
+    branches (shape < 1 with exponentials, shape = 1, Marsaglia–Tsang), 20,000 draws each."""
+    import numba
+
+    from symbreak import _sfc64
+
+    @numba.njit
+    def draw(addr, shape, n):
+        st, has, word = _sfc64._load(addr)
+        out = np.empty(n)
+        for i in range(n):
+            out[i], st = _sfc64._gamma(st, shape)
+        _sfc64._store(addr, st, has, word)
+        return out
+
+    g1 = np.random.Generator(np.random.SFC64(9))
+    g2 = np.random.Generator(np.random.SFC64(9))
+    assert np.array_equal(draw(_sfc64.state_address(g1), shape, 20_000), g2.standard_gamma(shape, 20_000))
+    assert _state_str(g1) == _state_str(g2)
+
+
+def test_fill_normals_other_bit_generators_and_bad_input():
+    """Streams that are not SFC64 take NumPy's own calls (the same numbers); a wrong ``out`` is a
+    ValueError naming it."""
+    from symbreak import _sfc64
+    from symbreak.engine import fill_normals
+
+    a = [np.random.default_rng(s) for s in (1, 2)]  # PCG64
+    assert _sfc64.state_address(a[0]) is None
+    x = np.empty((2, 5))
+    fill_normals(a, x)
+    assert np.array_equal(x, np.stack([np.random.default_rng(s).standard_normal(5) for s in (1, 2)]))
+    for bad in (np.empty((2, 5), np.int64), np.empty((3, 5)), np.empty((5, 2)).T):
+        with pytest.raises(ValueError, match="out must be"):
+            fill_normals(a, bad)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_sampler_equals_the_numpy_streams_over_blocks(dtype):
+    """Over several blocks, with replicas of both kinds (B ≥ d: Bartlett, B < d: points), the
+    sampler's compiled draws equal those of the NumPy calls on the same streams (forced by making
+    every stream look foreign), and every stream — normals, uniforms, fallback gammas — ends in the
+    same state."""
+    from symbreak import _sfc64
+    from symbreak.engine import replica_streams
+
+    f = np.sqrt(np.geomspace(3.0, 0.2, 7))
+    batches = np.array([7, 3, 8, 60, 5])
+
+    def run(force_numpy):
+        with pytest.MonkeyPatch.context() as mp:
+            if force_numpy:
+                mp.setattr(_sfc64, "state_address", lambda gen: None)
+            smp = WishartBlockSampler(f, batches, scale=np.linspace(0.1, 0.5, 5), dtype=dtype, max_steps=16)
+            streams = replica_streams(21, range(batches.size))
+            out = [smp.draw(streams, m).copy() for m in (16, 5, 16)]
+            aux = [g for st in streams for g in smp._aux_streams(st)]
+            return out, [_state_str(g) for g in streams + aux]
+
+    (fast, sf), (slow, ss) = run(False), run(True)
+    assert all(np.array_equal(x, y) for x, y in zip(fast, slow))
+    assert sf == ss

@@ -54,6 +54,7 @@ from .engine import (
     WishartBlockSampler,
     _compiled,
     check_divergence,
+    fill_normals,
     record_steps,
     replica_streams,
     run_ensemble,
@@ -2459,8 +2460,7 @@ class _SamplesModel:
 
     def draw(self, m):
         X = np.empty((len(self.streams), m, self.d, self.b), dtype=self.dtype)
-        for j, st in enumerate(self.streams):
-            st.standard_normal(out=X[j], dtype=self.dtype)
+        fill_normals(self.streams, X)  # each replica's own stream, as standard_normal(out=X[j])
         X *= self.amp[:, None]
         return X
 

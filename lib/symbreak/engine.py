@@ -358,6 +358,39 @@ def replica_streams(seed, replicas) -> list[np.random.Generator]:
     return out
 
 
+def fill_normals(streams, out, rows=None) -> None:
+    """Fill ``out[j]`` with standard normals from ``streams[j]``: what
+    ``streams[j].standard_normal(out=out[j], dtype=out.dtype)`` gives, bit for bit.
+
+    When every stream is a NumPy ``Generator`` on SFC64 (as :func:`replica_streams` makes), one
+    compiled loop draws them all from the streams' own states (:mod:`symbreak._sfc64`), about
+    twice as fast as NumPy here; otherwise one NumPy call per stream.
+
+    Parameters
+    ----------
+    streams : sequence of numpy.random.Generator
+        One stream per leading index of ``out``.
+    out : numpy.ndarray, float64 or float32, C-contiguous
+        Leading axis one entry per stream.
+    rows : array_like of int, optional
+        Only these leading indices (default all).
+    """
+    if out.dtype not in (np.float64, np.float32) or not out.flags.c_contiguous or len(out) != len(streams):
+        raise ValueError("out must be a C-contiguous float64 or float32 array with one row per stream")
+    rows = np.arange(len(streams)) if rows is None else np.asarray(rows, dtype=np.int64)
+    from . import _sfc64
+
+    addr = np.empty(len(streams), np.int64)
+    for j in rows:
+        a = _sfc64.state_address(streams[j])
+        if a is None:
+            for jj in rows:
+                streams[jj].standard_normal(out=out[jj], dtype=out.dtype)
+            return
+        addr[j] = a
+    _sfc64.fill_normal_rows(addr, rows, out.reshape(len(out), -1), out.dtype == np.float32)
+
+
 def _check_keep_mask(mask, batch_sizes) -> np.ndarray:
     """The boolean replica mask of a sampler's ``keep``: one entry per replica, not all false."""
     mask = np.asarray(mask)
@@ -644,6 +677,26 @@ class WishartBlockSampler:
             gam[j, t, i] = streams[rep].standard_gamma(float(self._shape1[rep, i]))
         out[...] = gam
 
+    def _addresses(self, streams, aux):
+        """The state addresses of each replica's three streams (normals, uniforms, fallback
+        gammas) as three int64 arrays, when every stream is SFC64 (see :mod:`symbreak._sfc64`);
+        else ``None``. Cached for the same stream objects (the cache keeps them alive)."""
+        ids = tuple(map(id, streams))
+        hit = self._aux.get("addresses")
+        if hit is not None and hit[0] == ids:
+            return hit[2]
+        from . import _sfc64
+
+        out = np.empty((3, len(streams)), np.int64)
+        for j, (st, (su, sg)) in enumerate(zip(streams, aux)):
+            for row, gen in enumerate((st, su, sg)):
+                a = _sfc64.state_address(gen)
+                if a is None:
+                    return None
+                out[row, j] = a
+        self._aux["addresses"] = (ids, list(streams), tuple(out))
+        return self._aux["addresses"][2]
+
     def _check_streams(self, rng):
         streams = None if isinstance(rng, np.random.Generator) else list(rng)
         if streams is not None and len(streams) != self.n_replicas:
@@ -659,12 +712,23 @@ class WishartBlockSampler:
             rng.standard_normal(out=zfull, dtype=self.dtype)
             rng.standard_gamma(b["shape"], out=g, dtype=self.dtype)
         elif self._big.size:  # (replicas with B < d draw their points below)
-            # per replica: one call for the normals (off-diagonal and Marsaglia–Tsang), one for the
-            # uniforms; the gamma variates are then computed for the whole ensemble at once
             u = b["u"]
             # normals, uniforms and the rare fallback gammas come from three streams per replica,
             # each consumed in step order, so a step's draws never depend on how steps are blocked
             aux = [self._aux_streams(st) for st in streams]
+            addr = self._addresses(streams, aux)
+            if addr is not None:
+                # SFC64 streams: one compiled loop over the ensemble draws everything below, from
+                # the streams' own states, with NumPy's algorithms (the same numbers, bit for bit)
+                from . import _sfc64
+
+                _sfc64.wishart_variates(
+                    *addr, self._big, zfull, u, self._nz, self._mt_d, self._mt_c, self._boost,
+                    self._inv_a, self._shape1, g, self.dtype == np.float32,
+                )  # fmt: skip
+                return b
+            # other bit generators: per replica, one NumPy call for the normals (off-diagonal and
+            # Marsaglia–Tsang), one for the uniforms; the gamma variates for the whole ensemble at once
             for j in self._big:
                 streams[j].standard_normal(out=zfull[j], dtype=self.dtype)
                 aux[j][0].random(out=u[j])
@@ -715,8 +779,7 @@ class WishartBlockSampler:
             if streams is None:
                 rng.standard_normal(out=x, dtype=self.dtype)
             else:
-                for jj, j in enumerate(idx):
-                    streams[j].standard_normal(out=x[jj], dtype=self.dtype)
+                fill_normals([streams[j] for j in idx], x)
             if self.factor.ndim == 1:
                 x = self.factor.astype(self.dtype)[:, None] * x
             elif whole:

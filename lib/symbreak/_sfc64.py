@@ -1,0 +1,347 @@
+"""Compiled draws from NumPy's SFC64 streams, bit for bit what NumPy's ``Generator`` gives.
+
+The engine's Wishart sampler spends most of its time drawing normal variates. NumPy draws them
+one call per replica and stream, each variate through an indirect call to the bit generator.
+This module draws them inside one compiled loop over the ensemble, reading and advancing each
+NumPy ``Generator``'s own SFC64 state in place (through its ``ctypes.state_address``), with the
+same algorithms as NumPy's C code: the SFC64 step, the 256-layer ziggurat for normals (float64
+and float32) and exponentials, the uniform ``[0, 1)`` double and Marsaglia–Tsang's gamma. So a
+stream gives the same numbers, and is left in the same state, whether NumPy or this module
+drew from it; ``tests/test_engine.py`` checks that bit for bit.
+
+Imported on first use (it imports numba).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+
+import numba
+import numpy as np
+from numba.core import cgutils, types
+from numba.extending import intrinsic
+from numba.np.random import _constants as _zc  # NumPy's ziggurat tables, as numba carries them
+
+_KI, _WI, _FI = _zc.ki_double, _zc.wi_double, _zc.fi_double
+_KIF, _WIF, _FIF = _zc.ki_float, _zc.wi_float, _zc.fi_float
+_KE, _WE, _FE = _zc.ke_double, _zc.we_double, _zc.fe_double
+_NOR_R, _NOR_INV_R = float(_zc.ziggurat_nor_r), float(_zc.ziggurat_nor_inv_r)
+_NOR_R_F, _NOR_INV_R_F = np.float32(_zc.ziggurat_nor_r_f), np.float32(_zc.ziggurat_nor_inv_r_f)
+_EXP_R = float(_zc.ziggurat_exp_r)
+
+_U11, _U8, _U1, _U3, _U24, _U40, _U32 = (np.uint64(v) for v in (11, 8, 1, 3, 24, 40, 32))
+_M52 = np.uint64(0x000FFFFFFFFFFFFF)
+_FF = np.uint64(0xFF)
+_LO32 = np.uint64(0xFFFFFFFF)
+
+
+@intrinsic
+def _void_pointer(typingctx, address):
+    """An integer address as a ``void *`` (for :func:`numba.carray`)."""
+    sig = types.voidptr(address)
+
+    def codegen(context, builder, signature, args):
+        return builder.inttoptr(args[0], cgutils.voidptr_t)
+
+    return sig, codegen
+
+
+@numba.njit(inline="always")
+def _state(address):
+    """The SFC64 state ``{uint64 s[4]; int has_uint32; uint32 uinteger}`` at ``address``:
+    the four words, and the two 32-bit fields."""
+    s = numba.carray(_void_pointer(address), (4,), np.uint64)
+    h = numba.carray(_void_pointer(address + 32), (2,), np.uint32)
+    return s, h
+
+
+# The generators below carry the SFC64 state in local variables (a tuple ``st`` of the four words
+# and, for 32-bit draws, the buffered half-word flag and value), so that the compiled loops keep
+# it in registers; each returns its value and the new state.
+
+
+@numba.njit(inline="always")
+def _next64(st):
+    s0, s1, s2, s3 = st
+    tmp = s0 + s1 + s3
+    return tmp, (s1 ^ (s1 >> _U11), s2 + (s2 << _U3), ((s2 << _U24) | (s2 >> _U40)) + tmp, s3 + _U1)
+
+
+@numba.njit(inline="always")
+def _next32(st, has, word):
+    if has:
+        return word, st, np.uint32(0), word
+    nxt, st = _next64(st)
+    return np.uint32(nxt & _LO32), st, np.uint32(1), np.uint32(nxt >> _U32)
+
+
+@numba.njit(inline="always")
+def _next_double(st):
+    r, st = _next64(st)
+    return np.float64(r >> _U11) * (1.0 / 9007199254740992.0), st
+
+
+@numba.njit(inline="always")
+def _next_float(st, has, word):
+    r, st, has, word = _next32(st, has, word)
+    return np.float32(r >> np.uint32(8)) * np.float32(1.0 / 16777216.0), st, has, word
+
+
+@numba.njit
+def _normal_tail(st, rabs, idx, x):
+    """The ziggurat's rare slow path (float64): a value, or NaN to draw again."""
+    if idx == 0:
+        while True:
+            u1, st = _next_double(st)
+            u2, st = _next_double(st)
+            xx = -_NOR_INV_R * math.log1p(-u1)
+            yy = -math.log1p(-u2)
+            if yy + yy > xx * xx:
+                if (rabs >> _U8) & _U1:
+                    return -(_NOR_R + xx), st
+                return _NOR_R + xx, st
+    u, st = _next_double(st)
+    if (_FI[idx - 1] - _FI[idx]) * u + _FI[idx] < math.exp(-0.5 * x * x):
+        return x, st
+    return np.nan, st
+
+
+@numba.njit(inline="always")
+def _normal(st):
+    """NumPy's ``random_standard_normal`` (float64 ziggurat)."""
+    while True:
+        r, st = _next64(st)
+        idx = r & _FF
+        r >>= _U8
+        rabs = (r >> _U1) & _M52
+        x = np.float64(rabs) * _WI[idx]
+        if r & _U1:
+            x = -x
+        if rabs < _KI[idx]:
+            return x, st
+        x, st = _normal_tail(st, rabs, idx, x)
+        if x == x:
+            return x, st
+
+
+@numba.njit
+def _normal_f_tail(st, has, word, rabs, idx, x):
+    """The float32 ziggurat's rare slow path: a value, or NaN to draw again."""
+    if idx == 0:
+        while True:
+            u1, st, has, word = _next_float(st, has, word)
+            xx = np.float32(-_NOR_INV_R_F * np.float32(np.log1p(np.float32(-u1))))
+            u2, st, has, word = _next_float(st, has, word)
+            yy = np.float32(-np.float32(np.log1p(np.float32(-u2))))
+            if np.float32(yy + yy) > np.float32(xx * xx):
+                if (rabs >> np.uint32(8)) & np.uint32(1):
+                    return -np.float32(_NOR_R_F + xx), st, has, word
+                return np.float32(_NOR_R_F + xx), st, has, word
+    u, st, has, word = _next_float(st, has, word)
+    if (_FIF[idx - 1] - _FIF[idx]) * u + _FIF[idx] < np.float32(np.exp(-np.float32(0.5) * x * x)):
+        return x, st, has, word
+    return np.float32(np.nan), st, has, word
+
+
+@numba.njit(inline="always")
+def _normal_f(st, has, word):
+    """NumPy's ``random_standard_normal_f`` (float32 ziggurat)."""
+    while True:
+        r, st, has, word = _next32(st, has, word)
+        idx = r & np.uint32(0xFF)
+        rabs = (r >> np.uint32(9)) & np.uint32(0x0007FFFFF)
+        x = np.float32(np.float32(rabs) * _WIF[idx])
+        if (r >> np.uint32(8)) & np.uint32(1):
+            x = -x
+        if rabs < _KIF[idx]:
+            return x, st, has, word
+        x, st, has, word = _normal_f_tail(st, has, word, rabs, idx, x)
+        if x == x:
+            return x, st, has, word
+
+
+@numba.njit
+def _exponential(st):
+    """NumPy's ``random_standard_exponential`` (float64 ziggurat)."""
+    while True:
+        ri, st = _next64(st)
+        ri >>= _U3
+        idx = ri & _FF
+        ri >>= _U8
+        x = np.float64(ri) * _WE[idx]
+        if ri < _KE[idx]:
+            return x, st
+        u, st = _next_double(st)
+        if idx == 0:
+            return _EXP_R - math.log1p(-u), st
+        if (_FE[idx - 1] - _FE[idx]) * u + _FE[idx] < math.exp(-x):
+            return x, st
+
+
+@numba.njit
+def _gamma(st, shape):
+    """NumPy's ``random_standard_gamma`` (float64)."""
+    if shape == 1.0:
+        return _exponential(st)
+    if shape == 0.0:
+        return 0.0, st
+    if shape < 1.0:
+        while True:
+            u, st = _next_double(st)
+            v, st = _exponential(st)
+            if u <= 1.0 - shape:
+                x = u ** (1.0 / shape)
+                if x <= v:
+                    return x, st
+            else:
+                y = -math.log((1 - u) / shape)
+                x = (1.0 - shape + shape * y) ** (1.0 / shape)
+                if x <= v + y:
+                    return x, st
+    b = shape - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9 * b)
+    while True:
+        while True:
+            x, st = _normal(st)
+            v = 1.0 + c * x
+            if v > 0.0:
+                break
+        v = v * v * v
+        u, st = _next_double(st)
+        if u < 1.0 - 0.0331 * (x * x) * (x * x):
+            return b * v, st
+        if math.log(u) < 0.5 * x * x + b * (1.0 - v + math.log(v)):
+            return b * v, st
+
+
+@numba.njit(inline="always")
+def _load(address):
+    w, h = _state(address)
+    return (w[0], w[1], w[2], w[3]), h[0], h[1]
+
+
+@numba.njit(inline="always")
+def _store(address, st, has, word):
+    w, h = _state(address)
+    w[0], w[1], w[2], w[3] = st
+    h[0] = has
+    h[1] = word
+
+
+@numba.njit(nogil=True, cache=True)
+def fill_normal(address, out, f32):  # pragma: no cover - run compiled
+    """``out`` (1-D) filled as ``Generator.standard_normal(out=out, dtype=out.dtype)`` would;
+    ``f32`` tells whether ``out`` is float32."""
+    st, has, word = _load(address)
+    if f32:
+        for n in range(out.size):
+            out[n], st, has, word = _normal_f(st, has, word)
+    else:
+        for n in range(out.size):
+            out[n], st = _normal(st)
+    _store(address, st, has, word)
+
+
+@numba.njit(nogil=True, cache=True)
+def fill_normal_rows(addresses, rows, out, f32):  # pragma: no cover - run compiled
+    """``out[j]`` (``out`` 2-D, C-contiguous) filled from the stream at ``addresses[j]`` for each
+    ``j`` in ``rows``, as ``standard_normal(out=out[j], dtype=out.dtype)`` would."""
+    for j in rows:
+        oj = out[j]
+        st, has, word = _load(addresses[j])
+        if f32:
+            for n in range(oj.size):
+                oj[n], st, has, word = _normal_f(st, has, word)
+        else:
+            for n in range(oj.size):
+                oj[n], st = _normal(st)
+        _store(addresses[j], st, has, word)
+
+
+@numba.njit(nogil=True, cache=True)
+def wishart_variates(zaddr, uaddr, gaddr, reps, z, u, nz, mt_d, mt_c, boost, inv_a, shape1, g, f32):  # pragma: no cover
+    """The Bartlett variates of a block of steps, for the replicas ``reps``: exactly
+    :meth:`symbreak.engine.WishartBlockSampler._variates` with per-replica streams.
+
+    For replica ``j``: ``z[j]`` (m, nz + d) filled from the normal stream at ``zaddr[j]``,
+    ``u[j]`` (m, 2d) from the uniform stream at ``uaddr[j]``, then the Marsaglia–Tsang proposal
+    for each step ``t`` and diagonal entry ``i`` (the arithmetic of
+    :func:`symbreak.engine._gamma_mt_proposals`) into ``g[j, t, i]``, a rejected one replaced by
+    an exact gamma draw from the stream at ``gaddr[j]``, in the order of ``(t, i)``. ``f32``
+    tells whether ``z`` is float32 (NumPy's float32 ziggurat).
+    """
+    m, d = g.shape[1], g.shape[2]
+    for j in reps:
+        zj = z[j].ravel()
+        st, has, word = _load(zaddr[j])
+        if f32:
+            for n in range(zj.size):
+                zj[n], st, has, word = _normal_f(st, has, word)
+        else:
+            for n in range(zj.size):
+                zj[n], st = _normal(st)
+        _store(zaddr[j], st, has, word)
+        uj = u[j].ravel()
+        st, has, word = _load(uaddr[j])
+        for n in range(uj.size):
+            uj[n], st = _next_double(st)
+        _store(uaddr[j], st, has, word)
+        st, has, word = _load(gaddr[j])
+        zt = z[j]
+        ut = u[j]
+        for t in range(m):
+            for i in range(d):
+                zn = zt[t, nz + i]
+                dd = mt_d[j, i]
+                x = zn * mt_c[j, i] + 1.0
+                v = x * x
+                v *= x
+                z2 = zn * zn
+                q = z2 * 1.0
+                q = q * q
+                q *= -0.0331
+                q += 1.0
+                u1 = ut[t, i]
+                ok = u1 < q and x > 0
+                if not ok and v > 0:
+                    ok = math.log(u1) < 0.5 * z2 + dd - dd * v + dd * math.log(v)
+                if ok:
+                    gam = v * dd
+                    if boost[j, i]:
+                        gam = gam * ut[t, d + i] ** inv_a[j, i]
+                    g[j, t, i] = gam
+                else:
+                    gam, st = _gamma(st, np.float64(shape1[j, i]))
+                    g[j, t, i] = gam
+        _store(gaddr[j], st, has, word)
+
+
+_CHECKED: dict = {}
+
+
+def state_address(gen) -> int | None:
+    """The address of ``gen``'s SFC64 state, or ``None`` when ``gen`` is not a NumPy ``Generator``
+    driven by SFC64 with the expected state layout (checked once per generator)."""
+    bg = getattr(gen, "bit_generator", None)
+    if not isinstance(bg, np.random.SFC64):
+        return None
+    addr = bg.ctypes.state_address
+    key = id(bg)
+    hit = _CHECKED.get(key)
+    if hit is not None and hit[0] is bg:
+        return addr
+    st = bg.state
+    words = np.ctypeslib.as_array((ctypes.c_uint64 * 4).from_address(addr))
+    flags = np.ctypeslib.as_array((ctypes.c_uint32 * 2).from_address(addr + 32))
+    ok = (
+        np.array_equal(words, np.asarray(st["state"]["state"], dtype=np.uint64))
+        and int(flags[0]) == int(st["has_uint32"])
+        and int(flags[1]) == int(st["uinteger"])
+    )
+    if not ok:
+        return None
+    if len(_CHECKED) > 100_000:
+        _CHECKED.clear()
+    _CHECKED[key] = (bg,)
+    return addr
