@@ -259,62 +259,69 @@ def fill_normal_rows(addresses, rows, out, f32):  # pragma: no cover - run compi
         _store(addresses[j], st, has, word)
 
 
+@numba.njit(inline="always")
+def bartlett_draw(zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, zb, ub, gb, f32):
+    """One step's Bartlett variates of replica ``j``, from its three streams' states (the normal
+    stream ``(zs, zh, zw)``, the uniform stream ``us``, the fallback stream ``gs``): ``zb``
+    (nz + d) normals, ``ub`` (2d) uniforms, ``gb`` (d) the diagonal's gamma variates by the
+    Marsaglia–Tsang proposal of :func:`symbreak.engine._gamma_mt_proposals` (the same arithmetic),
+    a rejected one replaced by an exact gamma draw from the fallback stream. Returns the new states.
+    """
+    d = gb.shape[0]
+    for n in range(nz + d):
+        if f32:
+            zb[n], zs, zh, zw = _normal_f(zs, zh, zw)
+        else:
+            zb[n], zs = _normal(zs)
+    for n in range(2 * d):
+        ub[n], us = _next_double(us)
+    for i in range(d):
+        zn = zb[nz + i]
+        dd = mt_d[j, i]
+        x = zn * mt_c[j, i] + 1.0  # float64 (as NumPy promotes a float32 normal)
+        v = x * x
+        v *= x
+        z2 = zn * zn  # in the normal's precision, as NumPy's product
+        q = z2 * 1.0
+        q = q * q
+        q *= -0.0331
+        q += 1.0
+        u1 = ub[i]
+        ok = u1 < q and x > 0
+        if not ok and v > 0:
+            ok = math.log(u1) < 0.5 * z2 + dd - dd * v + dd * math.log(v)
+        if ok:
+            gam = v * dd
+            if boost[j, i]:
+                gam = gam * ub[d + i] ** inv_a[j, i]
+            gb[i] = gam
+        else:
+            gam, gs = _gamma(gs, np.float64(shape1[j, i]))
+            gb[i] = gam
+    return zs, zh, zw, us, gs
+
+
 @numba.njit(nogil=True, cache=True)
 def wishart_variates(zaddr, uaddr, gaddr, reps, z, u, nz, mt_d, mt_c, boost, inv_a, shape1, g, f32):  # pragma: no cover
     """The Bartlett variates of a block of steps, for the replicas ``reps``: exactly
     :meth:`symbreak.engine.WishartBlockSampler._variates` with per-replica streams.
 
-    For replica ``j``: ``z[j]`` (m, nz + d) filled from the normal stream at ``zaddr[j]``,
-    ``u[j]`` (m, 2d) from the uniform stream at ``uaddr[j]``, then the Marsaglia–Tsang proposal
-    for each step ``t`` and diagonal entry ``i`` (the arithmetic of
-    :func:`symbreak.engine._gamma_mt_proposals`) into ``g[j, t, i]``, a rejected one replaced by
-    an exact gamma draw from the stream at ``gaddr[j]``, in the order of ``(t, i)``. ``f32``
-    tells whether ``z`` is float32 (NumPy's float32 ziggurat).
+    For replica ``j`` and each step ``t``: :func:`bartlett_draw` into ``z[j, t]`` (nz + d),
+    ``u[j, t]`` (2d) and ``g[j, t]`` (d), from the streams at ``zaddr[j]`` (normals), ``uaddr[j]``
+    (uniforms) and ``gaddr[j]`` (fallback gammas). Each stream is consumed in step order, as the
+    NumPy path consumes it. ``f32`` tells whether ``z`` is float32 (NumPy's float32 ziggurat).
     """
-    m, d = g.shape[1], g.shape[2]
     for j in reps:
-        zj = z[j].ravel()
-        st, has, word = _load(zaddr[j])
-        if f32:
-            for n in range(zj.size):
-                zj[n], st, has, word = _normal_f(st, has, word)
-        else:
-            for n in range(zj.size):
-                zj[n], st = _normal(st)
-        _store(zaddr[j], st, has, word)
-        uj = u[j].ravel()
-        st, has, word = _load(uaddr[j])
-        for n in range(uj.size):
-            uj[n], st = _next_double(st)
-        _store(uaddr[j], st, has, word)
-        st, has, word = _load(gaddr[j])
-        zt = z[j]
-        ut = u[j]
-        for t in range(m):
-            for i in range(d):
-                zn = zt[t, nz + i]
-                dd = mt_d[j, i]
-                x = zn * mt_c[j, i] + 1.0
-                v = x * x
-                v *= x
-                z2 = zn * zn
-                q = z2 * 1.0
-                q = q * q
-                q *= -0.0331
-                q += 1.0
-                u1 = ut[t, i]
-                ok = u1 < q and x > 0
-                if not ok and v > 0:
-                    ok = math.log(u1) < 0.5 * z2 + dd - dd * v + dd * math.log(v)
-                if ok:
-                    gam = v * dd
-                    if boost[j, i]:
-                        gam = gam * ut[t, d + i] ** inv_a[j, i]
-                    g[j, t, i] = gam
-                else:
-                    gam, st = _gamma(st, np.float64(shape1[j, i]))
-                    g[j, t, i] = gam
-        _store(gaddr[j], st, has, word)
+        zs, zh, zw = _load(zaddr[j])
+        us, uh, uw = _load(uaddr[j])
+        gs, gh, gw = _load(gaddr[j])
+        for t in range(g.shape[1]):
+            zs, zh, zw, us, gs = bartlett_draw(
+                zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, z[j, t], u[j, t], g[j, t], f32
+            )
+        _store(zaddr[j], zs, zh, zw)
+        _store(uaddr[j], us, uh, uw)
+        _store(gaddr[j], gs, gh, gw)
 
 
 _CHECKED: dict = {}
