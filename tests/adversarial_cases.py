@@ -306,6 +306,7 @@ BASE = {
     "engine.WishartBlockSampler.draw": (lambda n: SAMPLER.draw(G(), n), [2], {}),
     "engine.WishartBlockSampler.draw_steps": (lambda n: SAMPLER.draw_steps(G(), n)[0], [2], {}),
     "engine.WishartBlockSampler.variates": (lambda n: SAMPLER.variates(G(), n)[0], [2], {}),
+    "engine.fill_normals": (lambda rows: engine.fill_normals([G(), G()], np.empty((2, 3)), rows), [[0, 1]], {}),
     "engine.WishartBlockSampler.keep": (
         lambda m: engine.WishartBlockSampler(np.ones(3), np.array([4, 8]), max_steps=4).keep(m),
         [np.array([True, False])],

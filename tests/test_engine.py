@@ -204,9 +204,8 @@ def test_compiled_bartlett_products_match_the_numpy_reference(dtype):
 def test_compiled_marsaglia_tsang_equals_the_numpy_reference(dtype):
     """The sampler's compiled gamma step gives the NumPy reference's variates bit for bit, rare
     rejections (replaced by exact draws from the replica's fallback stream) included."""
-    from symbreak.engine import replica_streams
-
     from symbreak import _sfc64
+    from symbreak.engine import replica_streams
 
     d, batches, m = 3, np.array([3, 4, 40]), 64  # shapes from 0.5 (boosted) to 20
     # the NumPy streams and the compiled Marsaglia–Tsang kernel (the path for other bit generators)
@@ -342,6 +341,23 @@ def test_fill_normals_other_bit_generators_and_bad_input():
     for bad in (np.empty((2, 5), np.int64), np.empty((3, 5)), np.empty((5, 2)).T):
         with pytest.raises(ValueError, match="out must be"):
             fill_normals(a, bad)
+    with pytest.raises(TypeError, match="out must be"):
+        fill_normals(a, [[0.0] * 5] * 2)
+    with pytest.raises(TypeError, match="streams must be"):
+        fill_normals([0, 1], x)
+    for rows in ([0, 2], [-1], [[0]], [0.0], [True, False]):
+        with pytest.raises(ValueError, match="rows must"):
+            fill_normals(a, x, rows)
+
+
+def test_fill_normals_rows_touches_only_those_rows():
+    from symbreak.engine import fill_normals, replica_streams
+
+    a, b = replica_streams(8, range(3)), replica_streams(8, range(3))
+    x = np.zeros((3, 4))
+    fill_normals(a, x, rows=[2, 0])
+    assert np.array_equal(x[0], b[0].standard_normal(4)) and np.array_equal(x[2], b[2].standard_normal(4))
+    assert not x[1].any() and _state_str(a[1]) == _state_str(b[1])
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
