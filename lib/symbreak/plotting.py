@@ -263,6 +263,8 @@ def place_legends(fig):
     engine = fig.get_layout_engine()
     measure_only = engine is not None and not isinstance(engine, PlaceHolderLayoutEngine)
     measure = _laid_out_renderer if measure_only else _drawn_renderer
+    if measure_only and not any(ax.get_legend() is not None and ax.get_legend().get_visible() for ax in fig.axes):
+        return fig  # no legend to place: nothing to measure
     renderer = measure(fig)
     below = []
     for ax in fig.axes:
