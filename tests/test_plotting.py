@@ -111,15 +111,3 @@ def test_a_notebook_with_the_house_style_glues_without_the_iri_grammar(tmp_path)
     printed = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
     assert printed.strip() == "None True"
 
-
-def test_a_laid_out_figure_without_legends_is_not_measured(monkeypatch):
-    """Nothing to place: place_legends returns without laying the figure out."""
-
-    def fail(fig):
-        raise AssertionError("measured a figure without legends")
-
-    monkeypatch.setattr(plotting, "_laid_out_renderer", fail)
-    fig, axes = plotting.subplots(1, 2)
-    axes[0, 0].plot([0, 1], [0, 1], label="unused label, no legend")
-    assert plotting.place_legends(fig) is fig
-    plt.close(fig)

@@ -215,8 +215,12 @@ def legend_overlap(legend, renderer=None) -> int:
     fig = legend.figure
     if renderer is None:
         renderer = _drawn_renderer(fig)
+    return _covered(legend, renderer, _data_points(legend.axes, renderer))
+
+
+def _covered(legend, renderer, xy) -> int:
+    """How many of the display points ``xy`` the legend's box covers."""
     box = legend.get_window_extent(renderer)
-    xy = _data_points(legend.axes, renderer)
     return int(np.sum((xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1)))
 
 
@@ -263,17 +267,18 @@ def place_legends(fig):
     engine = fig.get_layout_engine()
     measure_only = engine is not None and not isinstance(engine, PlaceHolderLayoutEngine)
     measure = _laid_out_renderer if measure_only else _drawn_renderer
-    if measure_only and not any(ax.get_legend() is not None and ax.get_legend().get_visible() for ax in fig.axes):
-        return fig  # no legend to place: nothing to measure
     renderer = measure(fig)
     below = []
     for ax in fig.axes:
         legend = ax.get_legend()
-        if legend is None or not legend.get_visible() or legend_overlap(legend, renderer) == 0:
+        if legend is None or not legend.get_visible():
+            continue
+        xy = _data_points(ax, renderer)  # moving the legend moves no data: one densification per axes
+        if _covered(legend, renderer, xy) == 0:
             continue
         for loc in (2, 1, 3, 4, 9, 8, 6, 7, 10):  # upper left, upper right, lower left, lower right, ...
             legend.set_loc(loc)
-            if legend_overlap(legend, renderer) == 0:
+            if _covered(legend, renderer, xy) == 0:
                 break
         else:
             below.append((ax, legend, legend.get_window_extent(renderer).height / fig.dpi))
@@ -282,12 +287,18 @@ def place_legends(fig):
         # the figure grows by the tallest legend moved below, so that the panels keep their height
         width, height = fig.get_size_inches()
         fig.set_size_inches(width, height + max(h for _, _, h in below) + 0.1)
+        anchors = None
         for _ in range(4):  # the layout moves the axes as it makes room: settle the offsets
             renderer = measure(fig)
+            settled = []
             for ax, legend, _ in below:
                 box = ax.get_window_extent(renderer)
                 labels = ax.get_tightbbox(renderer, bbox_extra_artists=[]).y0  # below ticks and labels
-                legend.set_bbox_to_anchor((0.5, (labels - box.y0) / box.height - 0.02), transform=ax.transAxes)
+                settled.append((labels - box.y0) / box.height - 0.02)
+                legend.set_bbox_to_anchor((0.5, settled[-1]), transform=ax.transAxes)
+            if settled == anchors:  # the layout measured with these offsets gives them again: settled
+                break
+            anchors = settled
     if fig.stale and not measure_only:  # a legend moved: the canvas shows the figure as it now is
         fig.canvas.draw()
     return fig
