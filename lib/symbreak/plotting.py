@@ -334,8 +334,9 @@ def _skip_iri_grammar() -> None:
 
     ``myst_nb.glue`` imports ``nbformat``, whose schema validator imports ``jsonschema``; when the
     optional ``rfc3987_syntax`` is installed (a ``jsonschema[format-nongpl]`` extra of the Jupyter
-    server), ``jsonschema`` builds its Earley parser for the ``iri`` string formats at import: about
-    2.5 s of CPU in every notebook, for a format check that glue, nbformat and the pages never make.
+    server), ``jsonschema`` builds its Earley parser for the ``iri`` string formats at import: 1.2 s
+    of CPU in every notebook on an idle machine (2.5 s under load), for a format check that glue,
+    nbformat and the pages never make.
     Marking the module absent before ``jsonschema`` is first imported leaves those two formats
     unchecked in this kernel (``jsonschema`` skips a format it has no checker for) and changes
     nothing else. A kernel that has imported ``jsonschema`` already is left alone.
