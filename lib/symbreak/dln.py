@@ -1369,32 +1369,35 @@ _CLOCK_TERMS = 120
 _LOG_TAIL = math.log(1e-19)
 
 
+@functools.lru_cache(maxsize=256)
+def _series_coeffs(a: float, side: int) -> tuple:
+    """Coefficients of the clock's series: ``a/(a+k)`` below (``side = 1``), ``1/(k+1−a)`` above;
+    ``k = 0, …, _CLOCK_TERMS − 1``, positive and decreasing."""
+    if side > 0:
+        return tuple(a / (a + k) for k in range(_CLOCK_TERMS))
+    return tuple(1.0 / (k + 1.0 - a) for k in range(_CLOCK_TERMS))
+
+
+def _horner_tail_free(coeffs: tuple, z: float) -> float:
+    """``Σ_k coeffs[k] z^k`` for ``0 ≤ z ≤ 2/3`` by Horner's rule on the first ``n`` terms, ``z^{n−1} <
+    1e-19``: the coefficients decrease, so the neglected tail is below ``3e-19`` of the first term."""
+    if z == 0.0:
+        return coeffs[0]
+    n = min(len(coeffs), int(_LOG_TAIL / math.log(z)) + 2)
+    total = 0.0
+    for k in range(n - 1, -1, -1):
+        total = total * z + coeffs[k]
+    return total
+
+
 def _series_below(a: float, z: float) -> float:
     """``Σ_{k≥0} a z^k/(a+k)`` for ``0 ≤ z ≤ 1/2`` (positive terms; ``≥ 1``)."""
-    total, zk = 1.0, 1.0
-    for k in range(1, _CLOCK_TERMS):
-        zk *= z
-        if zk == 0.0:
-            break
-        term = a * zk / (a + k)
-        total += term
-        if term < 1e-18 * total:
-            break
-    return total
+    return _horner_tail_free(_series_coeffs(a, 1), z)
 
 
 def _series_above(a: float, u: float) -> float:
     """``Σ_{k≥0} u^k/(k+1−a)`` for ``0 ≤ u ≤ 2/3``, ``a < 1`` (positive terms)."""
-    total, uk = 1.0 / (1.0 - a), 1.0
-    for k in range(1, _CLOCK_TERMS):
-        uk *= u
-        if uk == 0.0:
-            break
-        term = uk / (k + 1.0 - a)
-        total += term
-        if term < 1e-18 * total:
-            break
-    return total
+    return _horner_tail_free(_series_coeffs(a, -1), u)
 
 
 @functools.lru_cache(maxsize=256)
@@ -1444,7 +1447,10 @@ def _solve_increasing(fun, lo: float, hi: float) -> float:
         return lo
     if fhi <= 0.0:
         return hi
-    return optimize.brentq(fun, lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=300)
+    ends = {lo: flo, hi: fhi}  # brentq evaluates the ends first: reuse them (a quarter of the evaluations)
+    return optimize.brentq(
+        lambda v: ends[v] if v in ends else fun(v), lo, hi, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=300
+    )
 
 
 def _scale_log_ratio(a: float, side: int, log_target: float) -> tuple:

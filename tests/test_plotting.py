@@ -1,0 +1,113 @@
+"""The house PNG's legend placement measures a laid-out figure without rasterizing it: the same
+placement and the same pixels as measuring on real draws."""
+
+import base64
+import io
+
+import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from PIL import Image
+
+from symbreak import plotting
+
+
+def _crowded(seed=0):
+    """One panel whose legend covers data in every corner (it goes below) and one whose legend
+    has a free corner (it moves there)."""
+    plotting.use_style()
+    fig, axes = plotting.subplots(1, 2)
+    rng = np.random.default_rng(seed)
+    for k in range(6):
+        axes[0, 0].plot(np.linspace(0, 1, 200), rng.random(200), label=f"noise {k}")
+    axes[0, 0].legend(loc="lower left")
+    x = np.linspace(0, 1, 50)
+    axes[0, 1].plot(x, 1 - x, label="falling")
+    axes[0, 1].plot(x, 1 - x**2, label="bowed")
+    axes[0, 1].legend(loc="upper left")
+    axes[0, 1].set_title(r"$\sigma_1/\sigma_\star$")
+    return fig
+
+
+def _pixels(fig):
+    data, _ = plotting._house_png(fig)
+    return np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB"))
+
+
+def _placement(fig):
+    return [
+        (ax.get_legend()._loc, tuple(np.round(ax.get_legend().get_bbox_to_anchor().bounds, 9)))
+        for ax in fig.axes
+    ], tuple(fig.get_size_inches())
+
+
+def test_measuring_without_rasterizing_places_legends_as_real_draws_do(monkeypatch):
+    fast = _crowded()
+    height = fast.get_size_inches()[1]
+    fast_png = _pixels(fast)
+    fast_place = _placement(fast)
+    monkeypatch.setattr(plotting, "_laid_out_renderer", plotting._drawn_renderer)
+    slow = _crowded()
+    slow_png = _pixels(slow)
+    assert _placement(slow) == fast_place
+    assert fast_place[1][1] > height + 0.1  # a legend went below: the figure grew
+    assert fast_png.shape == slow_png.shape and np.array_equal(fast_png, slow_png)
+    plt.close(fast)
+    plt.close(slow)
+
+
+def test_a_figure_without_layout_engine_is_drawn_as_placed():
+    """The explorer encodes frames from the canvas that place_legends drew: it shows the moved legend."""
+    fig = _crowded()
+    fig.set_layout_engine("none")
+    plotting.place_legends(fig)
+    assert not fig.stale
+    shown = np.array(fig.canvas.buffer_rgba())
+    fig.canvas.draw()
+    assert np.array_equal(shown, np.array(fig.canvas.buffer_rgba()))
+    plt.close(fig)
+
+
+def test_the_house_png_is_a_palette_png_no_larger_than_the_full_colour_one():
+    fig = _crowded()
+    data, meta = plotting._house_png(fig)
+    png = Image.open(io.BytesIO(base64.b64decode(data)))
+    assert png.mode == "P" and abs(png.size[0] - 2 * meta["width"]) <= 1
+    plt.close(fig)
+
+
+@pytest.fixture(autouse=True)
+def _agg():
+    with matplotlib.rc_context():
+        yield
+
+
+def test_a_notebook_with_the_house_style_glues_without_the_iri_grammar(tmp_path):
+    """use_style() keeps the first glue from building jsonschema's IRI parser; glue and nbformat's
+    validation still work in that kernel."""
+    import nbclient
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "import sys\n"
+            "from myst_nb import glue\n"
+            "from symbreak import plotting\n"
+            "plotting.use_style()\n"
+            "glue('answer', 42, display=False)\n"
+            "import nbformat\n"
+            "nbformat.validate(nbformat.v4.new_notebook())\n"
+            "print(sys.modules.get('rfc3987_syntax', 'absent'), 'jsonschema' in sys.modules)\n"
+        )
+    ]
+    nbclient.NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    outputs = nb.cells[0].outputs
+    glued = [o for o in outputs if o.get("metadata", {}).get("scrapbook", {}).get("name") == "answer"]
+    assert glued and "42" in str(glued[0]["data"])
+    printed = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
+    assert printed.strip() == "None True"
+
