@@ -173,3 +173,27 @@ def test_the_sources_are_read():
 def test_every_paper_citation_carries_the_prefix():
     bad = offending()
     assert bad == [], f"{len(bad)} citations of a paper not in the house style (P-Eq. 6):\n" + "\n".join(bad)
+
+
+def test_ledger_refs_keep_the_paper_s_own_numbering():
+    """The ``ref`` of a claim names the paper's result as the paper numbers it ("Eq. 6"), without
+    the prefix the prose uses: the inventories match claims to rows by it."""
+    bad = []
+    for md in book_pages():
+        for m in CELL.finditer(md.read_text(encoding="utf-8")):
+            src = "\n".join("" if ln.startswith(":") or ln.lstrip().startswith(("%", "!")) else ln
+                            for ln in m.group(1).splitlines())
+            if src.lstrip().startswith("---"):
+                continue
+            for node in ast.walk(ast.parse(src)):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in LEDGER_METHODS
+                    and "ledger" in ast.unparse(node.func.value).lower()
+                    and len(node.args) > 1
+                    and isinstance(node.args[1], ast.Constant)
+                    and str(node.args[1].value).startswith("P-")
+                ):
+                    bad.append(f"{md.relative_to(ROOT)}: {node.args[1].value}")
+    assert bad == []
