@@ -197,3 +197,40 @@ def test_ledger_refs_keep_the_paper_s_own_numbering():
                 ):
                     bad.append(f"{md.relative_to(ROOT)}: {node.args[1].value}")
     assert bad == []
+
+
+#: A figure directive and its caption (up to the closing fence).
+FIGURE = re.compile(r"^(`{3,}|:{3,})\{(?:glue:figure|figure)\}[^\n]*\n(.*?)^\1\s*$", re.S | re.M)
+#: A panel letter set in bold or italics ("**A** The…", "*B*", "(**D**)"): the book writes "(A) The…".
+PANEL_LETTER = re.compile(r"(?<![\w*])(\*{1,2})([A-F](?:\s*[–,-]\s*[A-F])?)\1(?![\w*])")
+
+
+def captions() -> list[tuple[str, str]]:
+    out = []
+    for md in book_pages():
+        for m in FIGURE.finditer(md.read_text(encoding="utf-8")):
+            body = "\n".join(ln for ln in m.group(2).splitlines() if not ln.startswith(":"))
+            out.append((str(md.relative_to(ROOT)), body))
+    return out
+
+
+@pytest.mark.parametrize(
+    ("caption", "ok"),
+    [
+        ("**Title.** (A) The pair term. (B) Error; (A–C) depth, (E) p = 1", True),
+        ("**Title.** **A** The pair term", False),
+        ("uniformly (**D**) the spread", False),
+        ("**A–C** depth", False),
+        ("*B* the error", False),
+    ],
+)
+def test_the_panel_letter_check(caption, ok):
+    assert (PANEL_LETTER.search(caption) is None) is ok
+
+
+def test_captions_write_panel_letters_in_parentheses():
+    """Every caption of the book names its panels "(A) …", never "**A** …"."""
+    found = captions()
+    assert len(found) >= 30, "the caption scan found too few figures"
+    bad = [f"{where}: {m.group(0)!r}" for where, body in found for m in PANEL_LETTER.finditer(body)]
+    assert bad == [], "panel letters not in the book's style (A):\n" + "\n".join(bad)
