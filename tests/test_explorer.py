@@ -128,9 +128,11 @@ def test_frames_that_exceed_the_budget_are_refused():
 
 
 def test_resolution_drops_before_the_budget_is_refused(fresh_html):
-    budget = int(0.85 * len(fresh_html))
+    budget = int(0.85 * sum(map(len, _data(fresh_html)["frames"].values())))  # the frames do not fit
     reduced, _ = explorer.static_html(draw_lines, GRID, alt="curve", max_bytes=budget)
-    assert len(reduced) <= budget + 10_000  # frames fit the budget; the controls add a little
+    # the frames fit the budget; the initial image repeats one frame and the controls add a little
+    assert len(reduced) <= budget + max(map(len, _data(reduced)["frames"].values())) + 10_000
+    assert sum(map(len, _data(reduced)["frames"].values())) < sum(map(len, _data(fresh_html)["frames"].values()))
 
 
 @pytest.mark.parametrize(
@@ -199,3 +201,38 @@ def test_show_emits_html_and_a_png_fallback(monkeypatch):
     assert base64.b64decode(bundle["image/png"])[:4] == b"\x89PNG"
     with pytest.raises(ValueError, match="mode must be"):
         explorer.show(draw_lines, GRID, alt="curve", mode="kernel")
+
+
+def _png_sizes(html_out):
+    from io import BytesIO
+
+    from PIL import Image
+
+    out = []
+    for url in _data(html_out)["frames"].values():
+        if url.startswith("data:image/png;base64,"):
+            img = Image.open(BytesIO(base64.b64decode(url.split(",", 1)[1])))
+            out.append((img.size, img.mode, len(img.getcolors(1 << 16) or [])))
+    return out
+
+
+def test_frames_are_200_dpi_palette_pngs_by_default():
+    """A 3 × 2 inch figure gives 600 × 400 pixel frames, at most 128 colours (no dithering), and the
+    HTML records the resolution and palette used."""
+    html_out, _ = explorer.static_html(draw_lines, GRID, alt="curve", colors=128)
+    sizes = _png_sizes(html_out)
+    assert sizes and all(size == (600, 400) and mode == "P" and n <= 128 for size, mode, n in sizes), sizes
+    assert 'data-dpi="200" data-colors="128"' in html_out
+
+
+def test_the_palette_shrinks_before_the_resolution_drops():
+    """Frames that do not fit the budget at 128 colours are tried at 64 colours, still at full
+    resolution, before the resolution is lowered."""
+    full, _ = explorer.static_html(draw_lines, GRID, alt="curve", colors=256)
+    small, _ = explorer.static_html(draw_lines, GRID, alt="curve", colors=64)
+    frames = lambda h: sum(map(len, _data(h)["frames"].values()))  # noqa: E731
+    assert frames(small) < frames(full)
+    budget = (frames(small) + frames(full)) // 2
+    fitted, _ = explorer.static_html(draw_lines, GRID, alt="curve", colors=256, max_bytes=budget)
+    assert 'data-dpi="200" data-colors="64"' in fitted
+    assert all(size == (600, 400) for size, _, _ in _png_sizes(fitted))

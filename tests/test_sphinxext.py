@@ -19,7 +19,11 @@ def _project(tmp_path: pathlib.Path, inventory: str) -> pathlib.Path:
     (src / "_toc.yml").write_text("root: index\n")
     (src / "conf.py").write_text("extensions = ['symbreak.sphinxext']\nproject = 'demo'\n")
     (src / "index.rst").write_text("Demo\n====\n\n.. toctree::\n\n   book/demo/page\n   report\n")
-    (src / "book" / "demo" / "page.rst").write_text("Page\n====\n\nText.\n")
+    (src / "book" / "demo" / "page.rst").write_text(
+        "Page\n====\n\nText.\n\nSection\n-------\n\n.. container:: cell\n\n   ::\n\n"
+        "      ledger.close(\"ae-demo-eq6\", \"Eq. 6\", \"the law holds\", s, s_th, rtol=0.01)\n"
+        "      ledger.bound(f\"ae-demo-fam-{tag}\", \"Eq. 7\", \"a family\", x, upper=1)\n"
+    )
     (src / "report.rst").write_text(
         "Report\n======\n\n.. claims-report::\n   :summary:\n\n.. claims-report::\n   :paper: autoencoder\n"
     )
@@ -126,7 +130,9 @@ def test_claims_tables_carry_column_labels_for_narrow_screens(tmp_path, monkeypa
     assert rows
     for row in rows:
         labels = re.findall(r'<td><p class="claims-label">([^<]*)</p>', row)
-        assert labels == ["result", "status", "statement", "measured", "compared with", "tolerance", "verdict", "where"]
+        assert labels == [
+            "id", "result", "status", "statement", "measured", "compared with", "error (tolerance)", "verdict", "where"
+        ]
 
 
 def test_statements_typeset_their_inline_math(tmp_path, monkeypatch, records):
@@ -154,3 +160,54 @@ def test_statements_typeset_their_inline_math(tmp_path, monkeypatch, records):
     assert "$" not in re.sub(r"<span class=\"math[^>]*>.*?</span>", "", html.split("<tbody>", 1)[1]).replace(
         "5 $ units", ""
     )
+
+
+def test_report_rows_filter_by_status_and_link_to_the_cell(tmp_path, monkeypatch, records):
+    """Each claim's row carries its status and verdict as classes (the site's status filter,
+    _static/claims-report.js, reads them) and links to the cell of its page that records it: the
+    cell gets an id from the claim's id, or from the literal start of an f-string id."""
+    records.bound("ae-demo-fam-a", "Eq. 7", "a family", 0.5, upper=1.0, status="reproduced")
+    src = _project(
+        tmp_path,
+        """
+- {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page}
+- {paper: autoencoder, ref: "Eq. 7", statement: "a family", status: reproduced, page: book/demo/page}
+- {paper: autoencoder, ref: "Lemma B.3", statement: "a lemma", status: stated, page: book/demo/page}
+""",
+    )
+    _build(src, tmp_path, monkeypatch)
+    html = (tmp_path / "out" / "report.html").read_text()
+    page = (tmp_path / "out" / "book" / "demo" / "page.html").read_text()
+    row = re.search(r'<tr class="([^"]*)" id="claim-ae-demo-eq6">(.*?)</tr>', html, re.S)
+    assert row, "the claim's row has no classes"
+    assert "claims-status-reproduced" in row.group(1) and "claims-holds-yes" in row.group(1)
+    assert 'href="book/demo/page.html#claim-src-ae-demo-eq6"' in row.group(2)
+    assert 'id="claim-src-ae-demo-eq6"' in page
+    fam = re.search(r'<tr class="([^"]*)" id="claim-ae-demo-fam-a">(.*?)</tr>', html, re.S)
+    assert "claims-status-reproduced" in fam.group(1)
+    assert 'href="book/demo/page.html#claim-src-ae-demo-fam"' in fam.group(2)
+    assert 'id="claim-src-ae-demo-fam"' in page
+    assert re.search(r'<tr class="[^"]*claims-status-stated[^"]*claims-holds-none', html)
+
+
+@pytest.mark.parametrize(
+    ("tolerance", "text"),
+    [
+        # the relative tolerance decides: the relative error, as a percentage
+        ({"rtol": 0.02, "atol": 0.0, "max_rel_err": 0.0031, "max_abs_err": 0.01}, "rel. err 0.31% (rtol 0.02)"),
+        # every error within atol (exact zeros among the compared values): no relative error shown
+        (
+            {"rtol": 1e-9, "atol": 1e-9, "max_rel_err": 8.7, "max_abs_err": 2.1e-14},
+            "abs. err 2.1e-14 (rtol 1e-09; atol 1e-09)",
+        ),
+        ({"rtol": 0.0, "atol": 0.02, "max_rel_err": 0.5, "max_abs_err": 0.005}, "abs. err 0.005 (atol 0.02)"),
+        ({"rtol": 0.1, "atol": 0.0, "max_rel_err": float("inf"), "max_abs_err": 0.0}, "abs. err 0 (rtol 0.1)"),
+        # a bound, a sign, an ordering: nothing
+        ({"lower": None, "upper": 2.0, "strict": False}, ""),
+        (None, ""),
+    ],
+)
+def test_the_error_shown_is_the_one_that_decides(tolerance, text):
+    from symbreak.sphinxext import error_text
+
+    assert error_text(tolerance) == text

@@ -34,8 +34,13 @@ __all__ = ["EXPLORER_ENV_VAR", "MAX_BYTES", "explorer_mode", "static_html", "liv
 #: Environment variable that forces the explorer mode (``live`` or ``static``).
 EXPLORER_ENV_VAR = "SYMBREAK_EXPLORER"
 
-#: Default budget for all images of one static explorer, in bytes of HTML (pages stay < 3 MB).
-MAX_BYTES = 1_200_000
+#: Default budget for all images of one static explorer, in bytes of HTML: the frames of the
+#: book's largest explorer at 200 dpi (about 1.8 MB) fit, and its page stays under 3 MB.
+MAX_BYTES = 2_000_000
+
+#: Palette of the frames when the requested one does not fit the budget: tried before the
+#: resolution is lowered (line art loses little at 64 colours, a frame about an eighth of its bytes).
+_FALLBACK_COLORS = 64
 
 #: CSS pixels per inch of figure, as for every figure of the book (symbreak.plotting): a frame is
 #: shown at its natural size, shrunk only on screens narrower than the figure.
@@ -216,25 +221,29 @@ def _data_url_size(mime, data) -> int:
 
 def _frames(draw, grid, dpi, colors, max_bytes):
     """Every grid point drawn and encoded (PNG or SVG, whichever is smaller for the first one), at
-    ``dpi`` or, when the data URLs pass ``max_bytes``, at 80 % or 60 % of it.
+    ``dpi`` with ``colors``; when the data URLs pass ``max_bytes``, first with a 64-colour palette,
+    then at 80 % or 60 % of ``dpi``.
 
     Each frame is encoded as soon as it is drawn, so ``draw`` may return one figure updated in place
     (much cheaper than a new figure per point). Distinct figures are kept and only re-encoded at a
     lower resolution; when ``draw`` updates a figure in place, every point is drawn again.
-    Returns ``(frames, total, size_in)``, ``frames`` ``None`` when even 60 % does not fit.
+    Returns ``(frames, total, size_in, dpi, colors)`` with the resolution and palette used,
+    ``frames`` ``None`` when even 60 % does not fit.
     """
     kept, reused, size_in, total = {}, False, None, 0
-    for scale in (1.0, 0.8, 0.6):
+    attempts = [(1.0, colors)] + ([(1.0, _FALLBACK_COLORS)] if colors > _FALLBACK_COLORS else [])
+    attempts += [(0.8, min(colors, _FALLBACK_COLORS)), (0.6, min(colors, _FALLBACK_COLORS))]
+    for n_try, (scale, colors) in enumerate(attempts):
         frames, total, use_svg = {}, 0, None
         source = (
             ((key, fig, True) for key, fig in kept.items())
-            if scale < 1.0 and not reused
+            if n_try > 0 and not reused
             else _drawn(draw, grid, dpi * scale)
         )
         for key, fig, fresh in source:
             if size_in is None:
                 size_in = tuple(fig.get_size_inches())
-            if scale == 1.0 and not reused:
+            if n_try == 0 and not reused:
                 reused = not fresh
                 kept = {} if reused else {**kept, key: fig}
             if total > max_bytes:
@@ -244,8 +253,8 @@ def _frames(draw, grid, dpi, colors, max_bytes):
             frames[key], use_svg = _encode(fig, fresh, dpi * scale, colors, use_svg)
             total += _data_url_size(*frames[key][:2])
         if total <= max_bytes:
-            return frames, total, size_in
-    return None, total, size_in
+            return frames, total, size_in, dpi * scale, colors
+    return None, total, size_in, None, None
 
 
 def static_html(
@@ -255,7 +264,7 @@ def static_html(
     alt: str,
     labels: Mapping[str, str] | None = None,
     initial: Mapping | None = None,
-    dpi: float = 150,
+    dpi: float = 200,
     colors: int = 128,
     max_bytes: int = MAX_BYTES,
 ) -> tuple[str, bytes]:
@@ -276,10 +285,12 @@ def static_html(
     initial : mapping, optional
         Starting value of each parameter (must be one of its grid values); default the first.
     dpi : float
-        Resolution of the PNG frames; lowered automatically (down to 60 % of it) when all frames
-        together would exceed ``max_bytes``.
+        Resolution of the PNG frames (the book's figures are 200 dpi); lowered automatically (down
+        to 60 % of it) when all frames together would exceed ``max_bytes`` even with a 64-colour
+        palette. The HTML records the resolution and palette used (``data-dpi``, ``data-colors``).
     colors : int
-        Palette size of the PNG frames (2..256).
+        Palette size of the PNG frames (2..256), no dithering; reduced to 64 before the resolution
+        drops when the frames do not fit.
     max_bytes : int
         Budget for the whole HTML output.
 
@@ -300,7 +311,7 @@ def static_html(
     labels = dict(labels or {})
     names = list(grid)
 
-    frames, total, size_in = _frames(draw, grid, dpi, int(colors), max_bytes)
+    frames, total, size_in, dpi_used, colors_used = _frames(draw, grid, dpi, int(colors), max_bytes)
     n_frames = math.prod(len(v) for v in grid.values())
     if frames is None:
         raise ValueError(
@@ -346,7 +357,7 @@ def static_html(
         "inputs.forEach(function(inp){inp.addEventListener('input',update);});})();"
     )
     html_out = (
-        f'<div class="symbreak-explorer" id="{uid}">'
+        f'<div class="symbreak-explorer" id="{uid}" data-dpi="{dpi_used:g}" data-colors="{colors_used}">'
         f'<div class="symbreak-explorer-controls">{"".join(controls)}</div>'
         f'<img src="{payload[start_key]}" alt="{html.escape(current_alt(start))}" '
         f'style="width:{width_px}px;max-width:100%;height:auto">'

@@ -111,6 +111,109 @@ def _collect(app, env):
     return []
 
 
+#: A ledger call in a cell's source: its method and the literal start of its id (an f-string id
+#: up to its first replacement field).
+_LEDGER_CALL = re.compile(r"""ledger\.(?:close|bound|sign|order|true|record)\(\s*(f?)(["'])(.*?)\2""")
+
+
+def _claim_keys(source: str) -> list[tuple[str, bool]]:
+    """``(id or literal prefix, is_prefix)`` of every ledger call in a cell's source."""
+    out = []
+    for m in _LEDGER_CALL.finditer(source):
+        text = m.group(3)
+        if m.group(1):
+            text, brace, _ = text.partition("{")
+            if brace:
+                out.append((text, True))
+                continue
+        out.append((text, False))
+    return out
+
+
+def _anchor_claims(app, doctree):
+    """Give every code cell that records a claim an HTML id (``claim-src-<id>``), so that the
+    report links each claim to the cell that computes it; remember them per page."""
+    env = app.env
+    anchors = {}
+    for cell in doctree.findall(nodes.container):
+        if "cell" not in cell.get("classes", []):
+            continue
+        code = next(iter(cell.findall(nodes.literal_block)), None)
+        if code is None:
+            continue
+        for key, is_prefix in _claim_keys(code.astext()):
+            if (key, is_prefix) in anchors:
+                continue
+            anchor = nodes.make_id("claim-src-" + key)
+            if anchor in anchors.values():  # an f-string family named like a literal id elsewhere
+                anchor += "-family"
+            if anchor not in cell["ids"]:
+                cell["ids"].append(anchor)
+            anchors[(key, is_prefix)] = anchor
+    # claims recorded in a removed cell (tag remove-cell) have no cell on the page: their section
+    for key, anchor in _section_anchors(env, doctree).items():
+        anchors.setdefault(key, anchor)
+    if not hasattr(env, "symbreak_claim_anchors"):
+        env.symbreak_claim_anchors = {}
+    env.symbreak_claim_anchors[env.docname] = anchors
+
+
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
+
+
+def _section_anchors(env, doctree) -> dict:
+    """``{(id or prefix, is_prefix): section id}`` for the ledger calls of the page's source, each
+    mapped to the section whose heading precedes it (matched by the heading's text)."""
+    try:
+        text = pathlib.Path(env.doc2path(env.docname)).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    sections = {}
+    for sec in doctree.findall(nodes.section):
+        if sec.children and isinstance(sec[0], nodes.title) and sec["ids"]:
+            sections.setdefault(_plain(sec[0].astext()), sec["ids"][0])
+    out, current = {}, None
+    for line in text.splitlines():
+        m = _HEADING.match(line)
+        if m:
+            current = sections.get(_plain(m.group(2)), current)
+            continue
+        if current:
+            for key in _claim_keys(line):
+                out.setdefault(key, current)
+    return out
+
+
+def _plain(title: str) -> str:
+    """A heading's text without Markdown emphasis, code marks or spacing differences."""
+    return re.sub(r"[*_`\s]+", " ", title).strip().lower()
+
+
+def _purge_anchors(app, env, docname):
+    getattr(env, "symbreak_claim_anchors", {}).pop(docname, None)
+
+
+def _merge_anchors(app, env, docnames, other):
+    if not hasattr(env, "symbreak_claim_anchors"):
+        env.symbreak_claim_anchors = {}
+    for doc in docnames:
+        if doc in getattr(other, "symbreak_claim_anchors", {}):
+            env.symbreak_claim_anchors[doc] = other.symbreak_claim_anchors[doc]
+
+
+def claim_anchor(anchors: dict, claim_id: str) -> str | None:
+    """The id of the cell that records ``claim_id`` on its page: the cell that names it literally,
+    else the one whose f-string id has the longest literal prefix of it."""
+    if (claim_id, False) in anchors:
+        return anchors[(claim_id, False)]
+    best = max(
+        (key for key, is_prefix in anchors if is_prefix and key and claim_id.startswith(key)),
+        key=len,
+        default=None,
+    )
+    return anchors[(best, True)] if best is not None else None
+
+
 def _ref_key(ref: str):
     """Sort 'Eq. 2' before 'Eq. 10' and group by kind of result."""
     import re
@@ -145,11 +248,42 @@ def _fmt(value) -> str:
             return "; ".join(s)
         if "lower" in value or "upper" in value:
             return ""
+        if {"size", "min", "max"} <= value.keys():  # a large array, recorded by its range
+            return f"{value['size']} values, {_fmt(value['min'])} … {_fmt(value['max'])}"
         return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items())
     return str(value)
 
 
-def _table(headers, body_rows, widths, *, kind="claims-rows", labels=False, row_ids=None):
+def error_text(tolerance) -> str:
+    """The error of a comparison on the scale that decides it, with the tolerance: the relative
+    error where the relative tolerance decides (a non-zero reference value, an error above the
+    absolute tolerance), the absolute error otherwise; empty for a bound, a sign, an ordering or a
+    condition, which have no error to show."""
+    if not isinstance(tolerance, dict) or "max_rel_err" not in tolerance:
+        return ""
+    rtol, atol = tolerance.get("rtol") or 0.0, tolerance.get("atol") or 0.0
+    rel, err = tolerance.get("max_rel_err"), tolerance.get("max_abs_err")
+    tol = "; ".join(t for t in (f"rtol {rtol:g}" if rtol else "", f"atol {atol:g}" if atol else "") if t)
+    relative = (
+        rtol > 0
+        and isinstance(rel, float)
+        and math.isfinite(rel)
+        and not (atol and isinstance(err, float) and err <= atol)
+    )
+    if relative:
+        shown = f"rel. err {100 * rel:.2g}%" if rel >= 1e-4 else f"rel. err {rel:.1e}"
+    elif isinstance(err, float) and math.isfinite(err):
+        shown = f"abs. err {err:.2g}"
+    else:
+        shown = ""
+    return f"{shown} ({tol})" if shown and tol else shown or tol
+
+
+def _status_class(text: str) -> str:
+    return re.sub(r"[^a-z]+", "-", str(text).lower()).strip("-")
+
+
+def _table(headers, body_rows, widths, *, kind="claims-rows", labels=False, row_ids=None, row_classes=None):
     """A docutils table of class ``claims-table`` and ``kind``; with ``labels`` every cell starts
     with its column's name in a ``claims-label`` paragraph, which the site's CSS shows only on
     narrow screens, where each row becomes a card (HTML only: the PDF keeps plain cells)."""
@@ -170,6 +304,8 @@ def _table(headers, body_rows, widths, *, kind="claims-rows", labels=False, row_
         row = nodes.row()
         if row_ids and row_ids[i]:  # a claim's row is addressable: reproduction-report.html#claim-<id>
             row["ids"].append(row_ids[i])
+        if row_classes and row_classes[i]:  # the status filter (_static/claims-report.js) reads these
+            row["classes"] += row_classes[i]
         for header, cell in zip(headers, cells):
             entry = nodes.entry()
             if labels:
@@ -197,34 +333,56 @@ def _resolve(app, doctree, fromdocname):
                 body.append([paper] + [by.get(s, 0) for s in _claims.STATUSES] + [sum(by.values())])
             node.replace_self(_table(["paper", *_claims.STATUSES, "rows"], body, [3] + [2] * 7, kind="claims-summary"))
             continue
-        body, ids = [], []
+        body, ids, classes = [], [], []
+        anchors = getattr(env, "symbreak_claim_anchors", {})
         for r in rows:
             if node["paper"] and r["paper"] != node["paper"]:
                 continue
-            ids.append(nodes.make_id("claim-" + r["id"]) if r.get("id") and r.get("kind") != "inventory" else None)
+            claim = r.get("id") if r.get("kind") != "inventory" else None
+            ids.append(nodes.make_id("claim-" + claim) if claim else None)
             verdict = {True: "✓ holds", False: "✗ fails", None: "—"}[r["holds"]]
             if r["holds"] and r.get("status") == "deviates":
                 verdict = "✓ deviation confirmed"  # the check asserts that the paper's statement fails
+            classes.append(
+                [
+                    "claims-status-" + _status_class(r.get("status")),
+                    "claims-holds-" + {True: "yes", False: "no", None: "none"}[r["holds"]],
+                ]
+            )
             where = nodes.paragraph()
             page = r.get("page")
             if page and page in env.all_docs:
                 uri = app.builder.get_relative_uri(fromdocname, page)
+                anchor = claim_anchor(anchors.get(page, {}), claim) if claim else None
+                if anchor:
+                    uri += "#" + anchor
                 title = env.titles[page].astext() if page in env.titles else page
                 where += nodes.reference("", title, internal=True, refuri=uri)
-            measured = _fmt(r["measured"])
-            expected = _fmt(r["expected"])
-            tol = _fmt(r["tolerance"])
             statement = r["statement"] + (
                 f" ({r['detail']})" if r.get("kind") == "inventory" and r.get("detail") else ""
             )
-            body.append([r["ref"], r["status"], statement_node(statement), measured, expected, tol, verdict, where])
+            body.append(
+                [
+                    nodes.paragraph("", "", nodes.literal(text=claim)) if claim else "",
+                    r["ref"],
+                    r["status"],
+                    statement_node(statement),
+                    _fmt(r["measured"]),
+                    _fmt(r["expected"]),
+                    error_text(r["tolerance"]),
+                    verdict,
+                    where,
+                ]
+            )
         node.replace_self(
             _table(
-                ["result", "status", "statement", "measured", "compared with", "tolerance", "verdict", "where"],
+                ["id", "result", "status", "statement", "measured", "compared with", "error (tolerance)", "verdict",
+                 "where"],
                 body,
-                [6, 6, 30, 8, 8, 8, 5, 10],
+                [8, 6, 6, 26, 8, 8, 9, 3, 10],
                 labels=app.builder.format == "html",
                 row_ids=ids,
+                row_classes=classes,
             )
         )
 
@@ -267,6 +425,9 @@ def setup(app):
     app.add_config_value("claims_inventories", ["book/*/results.yml"], "env")
     app.add_node(claims_report_node)
     app.add_directive("claims-report", ClaimsReport)
+    app.connect("doctree-read", _anchor_claims)
+    app.connect("env-purge-doc", _purge_anchors)
+    app.connect("env-merge-info", _merge_anchors)
     app.connect("env-updated", _collect)
     app.connect("doctree-resolved", _resolve)
     app.connect("build-finished", _write_json)
