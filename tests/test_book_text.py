@@ -35,9 +35,7 @@ VARIANTS = {
     "P(3.9)-style equation number": re.compile(r"(?<![\w-])P\(\d"),
     "'... of the paper'": re.compile(r"(?<![\w-])(?:P-)?" + KW + NUM + r"[\w.–-]*\s+of the paper"),
     "'the paper's / its ...'": re.compile(r"(?:[Tt]he paper's|(?<![\w])its)\s+(?:P-)?" + KW + NUM),
-    "bare paper number (write P-...)": re.compile(
-        r"(?<![\w-])" + KW + NUM + r"(?![\w.–-]*\s+of \{cite)"
-    ),
+    "bare paper number (write P-...)": re.compile(r"(?<![\w-])" + KW + NUM + r"(?![\w.–-]*\s+of \{cite)"),
     "bare appendix equation (write P-Eq. C.36)": re.compile(
         r"(?<![\w.\-–])(?<!Eq\. )(?<!Eqs\. )(?<!App\. )(?<!Sec\. )[A-F]\.\d+(?![\w.]\d|\w)"
     ),
@@ -181,8 +179,9 @@ def test_ledger_refs_keep_the_paper_s_own_numbering():
     bad = []
     for md in book_pages():
         for m in CELL.finditer(md.read_text(encoding="utf-8")):
-            src = "\n".join("" if ln.startswith(":") or ln.lstrip().startswith(("%", "!")) else ln
-                            for ln in m.group(1).splitlines())
+            src = "\n".join(
+                "" if ln.startswith(":") or ln.lstrip().startswith(("%", "!")) else ln for ln in m.group(1).splitlines()
+            )
             if src.lstrip().startswith("---"):
                 continue
             for node in ast.walk(ast.parse(src)):

@@ -16,7 +16,6 @@ matplotlib.use("Agg")
 import matplotlib.colors as mcolors  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pytest  # noqa: E402
 
 from symbreak import plotting  # noqa: E402
 
@@ -64,8 +63,17 @@ def test_dln_gd_vs_chamber_flow_names_every_singular_value(monkeypatch):
     sigma = np.exp(np.outer(t, np.linspace(0.5, 2.0, d))) * np.linspace(0.01, 1.0, d)
     res = {"times": t, "sigma": sigma}
     steps_h = (4e-3, 2e-3, 1e-3)
-    env = {"np": np, "plt": plt, "plotting": plotting, "glue": lambda *a, **k: None, "d": d, "res": res,
-           "flow": sigma * 1.01, "runs": {h: (res, sigma * (1 + h)) for h in steps_h}, "steps_h": steps_h}
+    env = {
+        "np": np,
+        "plt": plt,
+        "plotting": plotting,
+        "glue": lambda *a, **k: None,
+        "d": d,
+        "res": res,
+        "flow": sigma * 1.01,
+        "runs": {h: (res, sigma * (1 + h)) for h in steps_h},
+        "steps_h": steps_h,
+    }
     exec(figure_cell("book/dln/index.md", "fig-dln-gd-vs-chamber-flow"), env)
     axes = env["axes"]
     try:

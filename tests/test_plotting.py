@@ -37,8 +37,7 @@ def _pixels(fig):
 
 def _placement(fig):
     return [
-        (ax.get_legend()._loc, tuple(np.round(ax.get_legend().get_bbox_to_anchor().bounds, 9)))
-        for ax in fig.axes
+        (ax.get_legend()._loc, tuple(np.round(ax.get_legend().get_bbox_to_anchor().bounds, 9))) for ax in fig.axes
     ], tuple(fig.get_size_inches())
 
 
@@ -110,4 +109,3 @@ def test_a_notebook_with_the_house_style_glues_without_the_iri_grammar(tmp_path)
     assert glued and "42" in str(glued[0]["data"])
     printed = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
     assert printed.strip() == "None True"
-

@@ -21,8 +21,8 @@ def _project(tmp_path: pathlib.Path, inventory: str) -> pathlib.Path:
     (src / "index.rst").write_text("Demo\n====\n\n.. toctree::\n\n   book/demo/page\n   report\n")
     (src / "book" / "demo" / "page.rst").write_text(
         "Page\n====\n\nText.\n\nSection\n-------\n\n.. container:: cell\n\n   ::\n\n"
-        "      ledger.close(\"ae-demo-eq6\", \"Eq. 6\", \"the law holds\", s, s_th, rtol=0.01)\n"
-        "      ledger.bound(f\"ae-demo-fam-{tag}\", \"Eq. 7\", \"a family\", x, upper=1)\n"
+        '      ledger.close("ae-demo-eq6", "Eq. 6", "the law holds", s, s_th, rtol=0.01)\n'
+        '      ledger.bound(f"ae-demo-fam-{tag}", "Eq. 7", "a family", x, upper=1)\n'
     )
     (src / "report.rst").write_text(
         "Report\n======\n\n.. claims-report::\n   :summary:\n\n.. claims-report::\n   :paper: autoencoder\n"
@@ -131,7 +131,15 @@ def test_claims_tables_carry_column_labels_for_narrow_screens(tmp_path, monkeypa
     for row in rows:
         labels = re.findall(r'<td><p class="claims-label">([^<]*)</p>', row)
         assert labels == [
-            "id", "result", "status", "statement", "measured", "compared with", "error (tolerance)", "verdict", "where"
+            "id",
+            "result",
+            "status",
+            "statement",
+            "measured",
+            "compared with",
+            "error (tolerance)",
+            "verdict",
+            "where",
         ]
 
 

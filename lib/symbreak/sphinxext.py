@@ -376,8 +376,17 @@ def _resolve(app, doctree, fromdocname):
             )
         node.replace_self(
             _table(
-                ["id", "result", "status", "statement", "measured", "compared with", "error (tolerance)", "verdict",
-                 "where"],
+                [
+                    "id",
+                    "result",
+                    "status",
+                    "statement",
+                    "measured",
+                    "compared with",
+                    "error (tolerance)",
+                    "verdict",
+                    "where",
+                ],
                 body,
                 [8, 6, 6, 26, 8, 8, 9, 3, 10],
                 labels=app.builder.format == "html",

@@ -28,7 +28,9 @@ def test_explorer_frames_are_200_dpi_and_the_page_under_3_mb(site, name):
     assert all(float(dpi) >= 200 for dpi, _ in found), f"{name}: frames at {found}"
     # the frames are what the attribute says: a frame's pixel width is its CSS width (100 px per
     # inch) times dpi/100
-    width = int(re.search(r'class="symbreak-explorer".*?<img src="[^"]*" alt="[^"]*" style="width:(\d+)px', html, re.S)[1])
+    width = int(
+        re.search(r'class="symbreak-explorer".*?<img src="[^"]*" alt="[^"]*" style="width:(\d+)px', html, re.S)[1]
+    )
     first = re.search(r'"frames":\{"[^"]+":"data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
     if first:
         img = Image.open(io.BytesIO(base64.b64decode(first[1])))

@@ -84,7 +84,9 @@ def test_one_line_per_claim_on_a_desktop(report_page):
     row.locator("td").nth(1).click()
     assert "claims-open" in row.get_attribute("class")
     assert row.bounding_box()["height"] >= before
-    cut = row.evaluate("tr => [...tr.querySelectorAll('td > p:last-child')].filter(p => p.scrollWidth > p.clientWidth + 1).length")
+    cut = row.evaluate(
+        "tr => [...tr.querySelectorAll('td > p:last-child')].filter(p => p.scrollWidth > p.clientWidth + 1).length"
+    )
     assert cut == 0, "an opened row still cuts its text"
 
 
