@@ -469,12 +469,40 @@ def _bartlett_products(z, g, mz, mg, reps, t0, t1, out):  # pragma: no cover - r
                 F[i, i] = math.sqrt(g[r, t, i]) * mg[r, i]
             o = out[r, t - t0]
             for i in range(d):
-                for j in range(i + 1):
+                # four entries (i, j … j + 3) at a time: four independent sums share the loads of
+                # row i, each still summed in the order of l (so the same numbers as one at a time)
+                j = 0
+                while j + 3 <= i:
+                    f = F[i, 0]
+                    a0 = f * F[j, 0]
+                    a1 = f * F[j + 1, 0]
+                    a2 = f * F[j + 2, 0]
+                    a3 = f * F[j + 3, 0]
+                    for l in range(1, j + 1):
+                        f = F[i, l]
+                        a0 += f * F[j, l]
+                        a1 += f * F[j + 1, l]
+                        a2 += f * F[j + 2, l]
+                        a3 += f * F[j + 3, l]
+                    f = F[i, j + 1]
+                    a1 += f * F[j + 1, j + 1]
+                    a2 += f * F[j + 2, j + 1]
+                    a3 += f * F[j + 3, j + 1]
+                    f = F[i, j + 2]
+                    a2 += f * F[j + 2, j + 2]
+                    a3 += f * F[j + 3, j + 2]
+                    a3 += F[i, j + 3] * F[j + 3, j + 3]
+                    o[i, j] = o[j, i] = a0
+                    o[i, j + 1] = o[j + 1, i] = a1
+                    o[i, j + 2] = o[j + 2, i] = a2
+                    o[i, j + 3] = o[j + 3, i] = a3
+                    j += 4
+                while j <= i:
                     acc = F[i, 0] * F[j, 0]
                     for l in range(1, j + 1):
                         acc += F[i, l] * F[j, l]
-                    o[i, j] = acc
-                    o[j, i] = acc
+                    o[i, j] = o[j, i] = acc
+                    j += 1
 
 
 def _gamma_mt_kernel():
@@ -527,6 +555,19 @@ def _bartlett_products_reference(z, g, mz, mg, reps, t0, t1, out):
     diag = np.arange(d)
     a[:, :, diag, diag] = np.sqrt(g[reps, t0:t1]) * mg[reps, None, :]
     out[reps] = a @ a.transpose(0, 1, 3, 2)
+
+
+def _libm_log(x):
+    """``log`` of every entry by the C library, as compiled code calls it (``-inf`` at 0, NaN below).
+    NumPy's own ``log`` may take SIMD paths (AVX-512) that differ from it in the last bits."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.array([math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan) for v in x.ravel()]).reshape(x.shape)
+
+
+def _libm_pow(x, y):
+    """``x ** y`` of every (broadcast) pair by the C library's ``pow``, as compiled code calls it."""
+    x, y = np.broadcast_arrays(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
+    return np.array([math.pow(a, b) for a, b in zip(x.ravel(), y.ravel())]).reshape(x.shape)
 
 
 class WishartBlockSampler:
@@ -651,9 +692,11 @@ class WishartBlockSampler:
     def _gamma_mt(self, zn, u, out, streams, reps, work=None):
         """Gamma variates of the Bartlett diagonal by Marsaglia & Tsang's exact rejection method,
         vectorised over the ensemble (the NumPy reference of the compiled :func:`_gamma_mt_kernel`
-        that the sampler runs): ``zn`` normals and ``u`` uniforms of shape (R, m, d) (and
-        (R, m, 2d)); each rare rejected proposal is replaced by an independent exact draw from the
-        same replica's stream (the mixture is exactly Gamma).
+        that the sampler runs; its logarithms and powers by the C library, as the compiled code's,
+        so that the two agree bit for bit also where NumPy's own take SIMD paths): ``zn`` normals
+        and ``u`` uniforms of shape (R, m, d) (and (R, m, 2d)); each rare rejected proposal is
+        replaced by an independent exact draw from the same replica's stream (the mixture is
+        exactly Gamma).
 
         The proposal ``x = d(1 + cz)³`` is accepted when ``log u < z²/2 + d − dv + d log v``;
         Marsaglia & Tsang's squeeze ``u < 1 − 0.0331 z⁴`` implies that test and settles about 90%
@@ -680,13 +723,13 @@ class WishartBlockSampler:
             zb, vb, ub = z2[bad], v[bad], u1[bad]
             db = np.broadcast_to(d_, sh)[bad]
             with np.errstate(invalid="ignore", divide="ignore"):
-                okb = (vb > 0) & (np.log(ub) < 0.5 * zb + db - db * vb + db * np.log(vb))
+                okb = (vb > 0) & (_libm_log(ub) < 0.5 * zb + db - db * vb + db * _libm_log(vb))
             bad = tuple(ix[~okb] for ix in bad)
         gam = v
         gam *= d_
         boost = self._boost[reps]
         if boost.any():
-            gam = np.where(boost[:, None, :], gam * u[..., self.d :] ** self._inv_a[reps][:, None, :], gam)
+            gam = np.where(boost[:, None, :], gam * _libm_pow(u[..., self.d :], self._inv_a[reps][:, None, :]), gam)
         for j, t, i in zip(*bad):
             rep = reps[j]
             gam[j, t, i] = streams[rep].standard_gamma(float(self._shape1[rep, i]))
