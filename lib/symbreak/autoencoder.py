@@ -52,6 +52,7 @@ from .engine import (
     Configuration,
     TorchWishartBlockSampler,
     WishartBlockSampler,
+    _bartlett_kernel,
     _compiled,
     check_divergence,
     fill_normals,
@@ -2201,37 +2202,25 @@ class _LinearStepper:
         V -= G
 
 
-def _linear_sgd_block(z, g, mz, mg, t0, t1, V, k, F, S, Y, P, G):  # pragma: no cover - run compiled
+def _linear_sgd_block(S, t0, t1, V, k, Y, P, G):  # pragma: no cover - run compiled
     """Steps ``t0 … t1 − 1`` of a block for every replica of the stack ``V = [U; Wᵀ]`` (R, 2k, d),
-    compiled (numba, ``nogil``): each step's Bartlett factor ``F`` from the block's variates and
-    ``ηΣ̂ = F Fᵀ`` exactly as :func:`symbreak.engine._bartlett_kernel`, then the update of
-    :meth:`_LinearStepper.step` with the same BLAS products (``np.dot`` calls ``gemm``) in the same
-    order, so the numbers are bit for bit those of the NumPy path; one call replaces about ten NumPy
-    calls per step, which is what the small ensembles of the book pay for. ``F`` (d, d) must hold
-    zeros above its diagonal; ``S``, ``P`` (d, d), ``Y`` (k, d) and ``G`` (2k, d) are scratch."""
+    compiled (numba, ``nogil``): the update of :meth:`_LinearStepper.step` with the same BLAS
+    products (``np.dot`` calls ``gemm``) in the same order, so the numbers are bit for bit those of
+    the NumPy path; one call replaces about ten NumPy calls per step, which is what the small
+    ensembles of the book pay for. ``S`` (R, t1 − t0, d, d) holds the steps' ``ηΣ̂`` (built by
+    :func:`symbreak.engine._bartlett_kernel`); ``P`` (d, d), ``Y`` (k, d) and ``G`` (2k, d) are
+    scratch."""
     d = V.shape[2]
     for r in range(V.shape[0]):
         U = V[r, :k]
         Wt = V[r, k:]
         for t in range(t0, t1):
-            idx = 0
-            for i in range(d):
-                for j in range(i):
-                    F[i, j] = z[r, t, idx] * mz[r, idx]
-                    idx += 1
-                F[i, i] = math.sqrt(g[r, t, i]) * mg[r, i]
-            for i in range(d):
-                for j in range(i + 1):
-                    acc = F[i, 0] * F[j, 0]
-                    for l in range(1, j + 1):
-                        acc += F[i, l] * F[j, l]
-                    S[i, j] = acc
-                    S[j, i] = acc
-            np.dot(U, S, Y)
+            Sr = S[r, t - t0]
+            np.dot(U, Sr, Y)
             np.dot(Wt.T, Y, P)
             for i in range(d):
                 for j in range(d):
-                    P[i, j] -= S[i, j]
+                    P[i, j] -= Sr[i, j]
             np.dot(Wt, P, G[:k])
             np.dot(U, P.T, G[k:])
             for a in range(2 * k):
@@ -2240,19 +2229,27 @@ def _linear_sgd_block(z, g, mz, mg, t0, t1, V, k, F, S, Y, P, G):  # pragma: no 
 
 
 class _FusedLinearStepper:
-    """:class:`_LinearStepper` with the minibatch draw fused in: :func:`_linear_sgd_block`, compiled."""
+    """:class:`_LinearStepper` in compiled blocks: each block's ``ηΣ̂`` from the variates by the
+    engine's compiled Bartlett kernel, then the steps by :func:`_linear_sgd_block`."""
 
     def __init__(self, V: np.ndarray, k: int):
         self.V = V
-        d, dt = V.shape[2], V.dtype
+        r, _, d = V.shape
+        dt = V.dtype
         self.k = k
-        self.scratch = (np.zeros((d, d), dt), np.empty((d, d), dt), np.empty((k, d), dt), np.empty((d, d), dt))
-        self.scratch += (np.empty((2 * k, d), dt),)
+        self.reps = np.arange(r)
+        self.S = np.empty((r, 0, d, d), dt)
+        self.scratch = (np.empty((k, d), dt), np.empty((d, d), dt), np.empty((2 * k, d), dt))
+        self.bartlett = _bartlett_kernel()
         self.kernel = _compiled(_linear_sgd_block)
 
     def steps(self, variates, t0: int, t1: int) -> None:
         z, g, mz, mg = variates
-        self.kernel(z, g, mz, mg, t0, t1, self.V, self.k, *self.scratch)
+        if self.S.shape[1] < t1 - t0:
+            r, _, d, _ = self.S.shape
+            self.S = np.empty((r, t1 - t0, d, d), self.V.dtype)
+        self.bartlett(z, g, mz, mg, self.reps, t0, t1, self.S)
+        self.kernel(self.S, t0, t1, self.V, self.k, *self.scratch)
 
 
 def _samples_sgd_block(X, t0, t1, W, U, relu, H, A, R, back, gW, gU):  # pragma: no cover - run compiled
