@@ -134,10 +134,13 @@ def test_plateau_kappa():
         ae.plateau_kappa(tau[:5], s, 0.5, 0.02, 12.0)
 
 
+@pytest.mark.parametrize("group", [16, 2])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_fused_compiled_step_is_the_numpy_step_bit_for_bit(dtype):
-    """The compiled linear-autoencoder step (Bartlett factor, ηΣ̂ and the update in one call) gives
-    the NumPy path's numbers exactly: the sampler's Σ̂ then ``_LinearStepper``'s BLAS products."""
+def test_fused_compiled_step_is_the_numpy_step_bit_for_bit(dtype, group, monkeypatch):
+    """The compiled linear-autoencoder step (each block's ηΣ̂ by the Bartlett kernel, then the
+    update, a group of replicas at a time) gives the NumPy path's numbers exactly: the sampler's Σ̂
+    then ``_LinearStepper``'s BLAS products; with one group, and with groups of 2 of the 3 replicas."""
+    monkeypatch.setattr(ae._FusedLinearStepper, "GROUP", group)
     from symbreak.engine import WishartBlockSampler, replica_streams
 
     d, k, m = 6, 3, 10

@@ -2232,24 +2232,27 @@ class _FusedLinearStepper:
     """:class:`_LinearStepper` in compiled blocks: each block's ``ηΣ̂`` from the variates by the
     engine's compiled Bartlett kernel, then the steps by :func:`_linear_sgd_block`."""
 
+    #: replicas whose block of ηΣ̂ is built and used at a time (it then stays in the core's cache)
+    GROUP = 16
+
     def __init__(self, V: np.ndarray, k: int):
         self.V = V
-        r, _, d = V.shape
-        dt = V.dtype
+        d, dt = V.shape[2], V.dtype
         self.k = k
-        self.reps = np.arange(r)
-        self.S = np.empty((r, 0, d, d), dt)
+        self.S = np.empty((min(self.GROUP, V.shape[0]), 0, d, d), dt)
         self.scratch = (np.empty((k, d), dt), np.empty((d, d), dt), np.empty((2 * k, d), dt))
         self.bartlett = _bartlett_kernel()
         self.kernel = _compiled(_linear_sgd_block)
 
     def steps(self, variates, t0: int, t1: int) -> None:
         z, g, mz, mg = variates
+        n, d = self.S.shape[0], self.V.shape[2]
         if self.S.shape[1] < t1 - t0:
-            r, _, d, _ = self.S.shape
-            self.S = np.empty((r, t1 - t0, d, d), self.V.dtype)
-        self.bartlett(z, g, mz, mg, self.reps, t0, t1, self.S)
-        self.kernel(self.S, t0, t1, self.V, self.k, *self.scratch)
+            self.S = np.empty((n, t1 - t0, d, d), self.V.dtype)
+        for a in range(0, self.V.shape[0], n):
+            b = min(a + n, self.V.shape[0])
+            self.bartlett(z[a:b], g[a:b], mz[a:b], mg[a:b], np.arange(b - a), t0, t1, self.S)
+            self.kernel(self.S, t0, t1, self.V[a:b], self.k, *self.scratch)
 
 
 def _samples_sgd_block(X, t0, t1, W, U, relu, H, A, R, back, gW, gU):  # pragma: no cover - run compiled
