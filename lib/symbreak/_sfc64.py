@@ -229,10 +229,8 @@ def _store(address, st, has, word):
     h[1] = word
 
 
-@numba.njit(nogil=True, cache=True)
-def fill_normal(address, out, f32):  # pragma: no cover - run compiled
-    """``out`` (1-D) filled as ``Generator.standard_normal(out=out, dtype=out.dtype)`` would;
-    ``f32`` tells whether ``out`` is float32."""
+@numba.njit(inline="always")
+def _fill(address, out, f32):
     st, has, word = _load(address)
     if f32:
         for n in range(out.size):
@@ -244,19 +242,61 @@ def fill_normal(address, out, f32):  # pragma: no cover - run compiled
 
 
 @numba.njit(nogil=True, cache=True)
+def fill_normal(address, out, f32):  # pragma: no cover - run compiled
+    """``out`` (1-D) filled as ``Generator.standard_normal(out=out, dtype=out.dtype)`` would;
+    ``f32`` tells whether ``out`` is float32."""
+    _fill(address, out, f32)
+
+
+@numba.njit(nogil=True, cache=True)
 def fill_normal_rows(addresses, rows, out, f32):  # pragma: no cover - run compiled
     """``out[j]`` (``out`` 2-D, C-contiguous) filled from the stream at ``addresses[j]`` for each
     ``j`` in ``rows``, as ``standard_normal(out=out[j], dtype=out.dtype)`` would."""
     for j in rows:
-        oj = out[j]
-        st, has, word = _load(addresses[j])
-        if f32:
-            for n in range(oj.size):
-                oj[n], st, has, word = _normal_f(st, has, word)
-        else:
-            for n in range(oj.size):
-                oj[n], st = _normal(st)
-        _store(addresses[j], st, has, word)
+        _fill(addresses[j], out[j], f32)
+
+
+@numba.njit(inline="always")
+def mt_proposal(zn, dd, c, u1):
+    """Marsaglia & Tsang's proposal for a gamma variate of shape ``dd + 1/3`` from the normal
+    ``zn`` and the uniform ``u1`` (``c = 1/sqrt(9 dd)``): ``(accepted, dd·v)``, ``v = (1 + c·zn)³``.
+
+    The squeeze ``u1 < 1 − 0.0331 zn⁴`` settles most proposals without a logarithm; the others are
+    accepted when ``log u1 < zn²/2 + dd − dd·v + dd·log v``. The same operations, order and
+    precision as NumPy's reference :meth:`symbreak.engine.WishartBlockSampler._gamma_mt`: ``x`` in
+    float64 (as NumPy promotes a float32 normal), ``zn²`` in the normal's precision.
+    """
+    x = zn * c + 1.0
+    v = x * x
+    v *= x
+    z2 = zn * zn
+    q = z2 * 1.0
+    q = q * q
+    q *= -0.0331
+    q += 1.0
+    ok = u1 < q and x > 0
+    if not ok and v > 0:
+        ok = math.log(u1) < 0.5 * z2 + dd - dd * v + dd * math.log(v)
+    return ok, v * dd
+
+
+@numba.njit(nogil=True, cache=True)
+def gamma_mt_proposals(z, nz, u, mt_d, mt_c, boost, inv_a, reps, out, bad):  # pragma: no cover - run compiled
+    """The Marsaglia–Tsang step of a block for streams other than SFC64 (their variates drawn by
+    NumPy): for each replica ``r`` in ``reps``, step ``t`` and diagonal entry ``i``, the proposal
+    (:func:`mt_proposal`) from the normal ``z[r, t, nz + i]`` and the uniform ``u[r, t, i]``, times
+    ``u[r, t, d + i] ** inv_a[r, i]`` for a boosted shape below 1, written to ``out[r, t, i]``;
+    ``bad[r, t, i]`` is set where it is rejected (the caller replaces those by exact draws, in the
+    order of ``(r, t, i)``)."""
+    m, d = out.shape[1], out.shape[2]
+    for r in reps:
+        for t in range(m):
+            for i in range(d):
+                ok, gam = mt_proposal(z[r, t, nz + i], mt_d[r, i], mt_c[r, i], u[r, t, i])
+                bad[r, t, i] = not ok
+                if boost[r, i]:
+                    gam = gam * u[r, t, d + i] ** inv_a[r, i]
+                out[r, t, i] = gam
 
 
 @numba.njit(inline="always")
@@ -264,7 +304,7 @@ def bartlett_draw(zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, z
     """One step's Bartlett variates of replica ``j``, from its three streams' states (the normal
     stream ``(zs, zh, zw)``, the uniform stream ``us``, the fallback stream ``gs``): ``zb``
     (nz + d) normals, ``ub`` (2d) uniforms, ``gb`` (d) the diagonal's gamma variates by the
-    Marsaglia–Tsang proposal of :func:`symbreak.engine._gamma_mt_proposals` (the same arithmetic),
+    Marsaglia–Tsang proposal (:func:`mt_proposal`),
     a rejected one replaced by an exact gamma draw from the fallback stream. Returns the new states.
     """
     d = gb.shape[0]
@@ -276,22 +316,8 @@ def bartlett_draw(zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, z
     for n in range(2 * d):
         ub[n], us = _next_double(us)
     for i in range(d):
-        zn = zb[nz + i]
-        dd = mt_d[j, i]
-        x = zn * mt_c[j, i] + 1.0  # float64 (as NumPy promotes a float32 normal)
-        v = x * x
-        v *= x
-        z2 = zn * zn  # in the normal's precision, as NumPy's product
-        q = z2 * 1.0
-        q = q * q
-        q *= -0.0331
-        q += 1.0
-        u1 = ub[i]
-        ok = u1 < q and x > 0
-        if not ok and v > 0:
-            ok = math.log(u1) < 0.5 * z2 + dd - dd * v + dd * math.log(v)
+        ok, gam = mt_proposal(zb[nz + i], mt_d[j, i], mt_c[j, i], ub[i])
         if ok:
-            gam = v * dd
             if boost[j, i]:
                 gam = gam * ub[d + i] ** inv_a[j, i]
             gb[i] = gam

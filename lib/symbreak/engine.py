@@ -506,7 +506,8 @@ def _bartlett_products(z, g, mz, mg, reps, t0, t1, out):  # pragma: no cover - r
 
 
 def _gamma_mt_kernel():
-    """The compiled Marsaglia–Tsang step of :meth:`WishartBlockSampler._gamma_mt` (numba, ``nogil``).
+    """The compiled Marsaglia–Tsang step of :meth:`WishartBlockSampler._gamma_mt`
+    (:func:`symbreak._sfc64.gamma_mt_proposals`, numba, ``nogil``, compiled on first use).
 
     ``kernel(z, nz, u, mt_d, mt_c, boost, inv_a, reps, out, bad)``: for each replica ``r`` in
     ``reps`` and each step ``t`` and diagonal entry ``i``, the proposal from the normal
@@ -515,33 +516,9 @@ def _gamma_mt_kernel():
     replaces those by exact draws, in the order of ``(r, t, i)``). The same operations in the same
     order and precision as the NumPy reference :meth:`WishartBlockSampler._gamma_mt`.
     """
-    return _compiled(_gamma_mt_proposals)
+    from . import _sfc64
 
-
-def _gamma_mt_proposals(z, nz, u, mt_d, mt_c, boost, inv_a, reps, out, bad):  # pragma: no cover - run compiled
-    m, d = out.shape[1], out.shape[2]
-    for r in reps:
-        for t in range(m):
-            for i in range(d):
-                zn = z[r, t, nz + i]
-                dd = mt_d[r, i]
-                x = zn * mt_c[r, i] + 1.0  # float64 (as NumPy promotes a float32 normal)
-                v = x * x
-                v *= x
-                z2 = zn * zn  # in the normal's precision, as NumPy's product
-                q = z2 * 1.0
-                q = q * q
-                q *= -0.0331
-                q += 1.0
-                u1 = u[r, t, i]
-                ok = u1 < q and x > 0
-                if not ok and v > 0:
-                    ok = math.log(u1) < 0.5 * z2 + dd - dd * v + dd * math.log(v)
-                bad[r, t, i] = not ok
-                gam = v * dd
-                if boost[r, i]:
-                    gam = gam * u[r, t, d + i] ** inv_a[r, i]
-                out[r, t, i] = gam
+    return _sfc64.gamma_mt_proposals
 
 
 def _bartlett_products_reference(z, g, mz, mg, reps, t0, t1, out):

@@ -316,6 +316,21 @@ def _table(headers, body_rows, widths, *, kind="claims-rows", labels=False, row_
     return table
 
 
+#: The columns of the reproduction report's table of claims, in order (each cell of a row carries
+#: its column's name, shown as a label on a phone).
+REPORT_COLUMNS = (
+    "id",
+    "result",
+    "status",
+    "statement",
+    "measured",
+    "compared with",
+    "error (tolerance)",
+    "verdict",
+    "where",
+)
+
+
 def _resolve(app, doctree, fromdocname):
     env = app.env
     rows = getattr(env, "symbreak_claims_rows", [])
@@ -376,17 +391,7 @@ def _resolve(app, doctree, fromdocname):
             )
         node.replace_self(
             _table(
-                [
-                    "id",
-                    "result",
-                    "status",
-                    "statement",
-                    "measured",
-                    "compared with",
-                    "error (tolerance)",
-                    "verdict",
-                    "where",
-                ],
+                list(REPORT_COLUMNS),
                 body,
                 [8, 6, 6, 26, 8, 8, 9, 3, 10],
                 labels=app.builder.format == "html",
