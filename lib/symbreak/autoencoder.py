@@ -2319,8 +2319,11 @@ def _record_samples(W, U, k, lam, activation, want_weights):
 
 #: From this many replicas on, _LinearModel builds each step's Σ̂ when the step reads it.
 _STEPWISE_MIN_REPLICAS = 24
-#: Below this many replicas in a chunk, _LinearModel takes its steps in compiled blocks.
-_FUSED_MAX_REPLICAS = 32
+#: Below this many replicas in a chunk, _LinearModel takes its steps in compiled blocks (where every
+#: replica draws by the Bartlett decomposition); from it on, the batched NumPy products. No limit:
+#: since each block's ηΣ̂ is built 16 replicas at a time, the compiled step is as fast or faster at
+#: every chunk size (the benchmark's 2 × 64 replicas: about 7% more replica-steps/s in float64).
+_FUSED_MAX_REPLICAS = 2**31 - 1
 
 
 class _LinearModel:
@@ -2337,8 +2340,7 @@ class _LinearModel:
         self.streams = list(streams)
         self.sampler = WishartBlockSampler(np.sqrt(lam), bsz[reps], scale=etas[reps], dtype=dtype, max_steps=_BLOCK)
         # the compiled step saves the ~10 NumPy calls per step that a small chunk pays (2 replicas: 13.7
-        # against 33 µs per replica-step); from a few dozen replicas on the batched NumPy products are
-        # as fast or faster (64 replicas, float32: 6.3 against 5.3 µs). The numbers are the same.
+        # against 33 µs per replica-step) and the lock those calls take; the numbers are the same
         self.fused = self.sampler.bartlett_only and n < _FUSED_MAX_REPLICAS
         self.stepper = (_FusedLinearStepper if self.fused else _LinearStepper)(V, k)
         if self.fused:  # the runner calls steps(); the compiled step builds each Σ̂ itself
