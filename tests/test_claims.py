@@ -107,4 +107,39 @@ def test_a_claim_shows_as_one_short_line(ledger):
     big = np.arange(1.0, 301.0)
     text = repr(ledger.close("d-repr", "Eq. 6", "three hundred values", big, big, rtol=1e-9))
     assert "\n" not in text and len(text) < 200
-    assert text.startswith("Claim d-repr (Eq. 6): holds")
+    assert text.startswith("Checked on this page: P-Eq. 6 holds (") and text.endswith("; report row d-repr)")
+
+
+@pytest.mark.parametrize(
+    ("ref", "shown"),
+    [
+        ("Eq. C.53", "P-Eq. C.53"),
+        ("Eqs. 21–22", "P-Eqs. 21–22"),
+        ("Eq. A.19–A.21", "P-Eq. A.19–A.21"),
+        ("Theorem 1 (finite data)", "P-Theorem 1 (finite data)"),
+        ("Fig. 1F (κ against η and B)", "P-Fig. 1F (κ against η and B)"),
+        ("Sec. 4.3 (S_∞)", "P-Sec. 4.3 (S_∞)"),
+        ("Lemma 4.3", "P-Lemma 4.3"),
+        ("App. C.2", "P-App. C.2"),
+        ("Footnote 12", "P-Footnote 12"),
+        ("Abstract: progressive sharpening", "P-Abstract: progressive sharpening"),
+        ("Book: corollary of Theorem 1.3", "Book: corollary of P-Theorem 1.3"),
+        ("Book: depth limit (Sec. 1.2)", "Book: depth limit (P-Sec. 1.2)"),
+        ("Book: finite-η correction", "Book: finite-η correction"),
+        ("P-Eq. 6", "P-Eq. 6"),
+    ],
+)
+def test_paper_ref_prefixes_the_papers_numbers(ref, shown):
+    assert claims.paper_ref(ref) == shown
+
+
+def test_a_true_claim_can_show_what_it_compares(ledger):
+    """``true`` with ``measured`` and ``expected`` records both (a count against the theorem's
+    count), not the bare condition against True; ``expected`` alone is refused."""
+    c = ledger.true("d-count", "Eq. 6", "four zero modes", 4 == 4, measured=4, expected=4, fmt="{:d}")
+    assert c.holds and (c.measured, c.expected) == (4, 4)
+    assert ledger.claims[-1]["expected"] == 4
+    plain = ledger.true("d-plain", "Eq. 6", "a property", True)
+    assert plain.expected is True
+    with pytest.raises(ValueError, match="expected needs measured"):
+        ledger.true("d-bad", "Eq. 6", "a property", True, expected=3)

@@ -68,6 +68,26 @@ STATUSES = ("derived", "reproduced", "derived+reproduced", "stated", "missing", 
 CHECKED_STATUSES = ("reproduced", "derived+reproduced", "deviates")
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+#: A paper's own numbering in a ledger reference ("Eq. C.53", "Theorem 1.9", "Sec. 8.3", ...).
+_PAPER_NUMBER = re.compile(r"(?<![\w-])(Eqs?\.|Theorems?|Lemmas?|Figs?\.|Secs?\.|App\.|Footnotes?|Abstract)(?=[\s:])")
+
+
+def paper_ref(ref: str) -> str:
+    """A ledger reference as the book prints it: the paper's numbers with the prefix ``P-``.
+
+    The ledger keeps the paper's own numbering (``"Eq. C.53"``, ``"Book: depth limit (Sec. 1.2)"``);
+    the pages, the report and a claim's printed line write ``P-Eq. C.53``, ``Book: depth limit
+    (P-Sec. 1.2)``, so that a paper's number is never mistaken for one of the book's.
+
+    >>> paper_ref("Eqs. 21–22"), paper_ref("Book: corollary of Theorem 1.3"), paper_ref("Book: sharpness")
+    ('P-Eqs. 21–22', 'Book: corollary of P-Theorem 1.3', 'Book: sharpness')
+    """
+    if not isinstance(ref, str):
+        raise ValueError(f"ref must be a string, got {type(ref).__name__}")
+    return _PAPER_NUMBER.sub(r"P-\1", ref)
+
+
 _ENV_DIR = "SYMBREAK_CLAIMS_DIR"
 
 
@@ -414,10 +434,28 @@ class Ledger:
             glue_values={id: _fmt(values, fmt)},
         )
 
-    def true(self, id, ref, statement, condition, *, measured=None, status="reproduced", paper=None, fmt="{:.4g}"):
-        """Claim a condition computed on the page (e.g. an exact property or a count)."""
+    def true(
+        self,
+        id,
+        ref,
+        statement,
+        condition,
+        *,
+        measured=None,
+        expected=None,
+        status="reproduced",
+        paper=None,
+        fmt="{:.4g}",
+    ):
+        """Claim a condition computed on the page (e.g. an exact property or a count).
+
+        ``measured`` and ``expected`` are what the report shows (e.g. a count of zero modes and the
+        count the theorem gives, ``"≥ 2"`` for a ratio); ``condition`` decides. Without them the
+        report shows the condition itself against ``True``."""
         if not isinstance(condition, (bool, np.bool_)):
             raise TypeError(f"condition must be a bool, got {type(condition).__name__}")
+        if expected is not None and measured is None:
+            raise ValueError("expected needs measured (what is compared with it)")
         shown = measured if measured is not None else bool(condition)
         return self._add(
             id=id,
@@ -427,7 +465,7 @@ class Ledger:
             paper=paper,
             kind="true",
             measured=shown,
-            expected=True,
+            expected=True if expected is None else expected,
             tolerance=None,
             holds=bool(condition),
             detail=f"condition is {bool(condition)}"
@@ -479,10 +517,11 @@ class Claim:
     expected: object = None
 
     def __repr__(self) -> str:
-        """One short line (a page that ends a cell with a claim call shows this, not the arrays)."""
+        """One short line for the reader (a page that ends a cell with a claim call shows this, not
+        the arrays): what was checked, the verdict, the numbers, and the claim's row in the report."""
         verdict = {True: "holds", False: "FAILS", None: "recorded"}[self.holds]
         detail = self.detail if len(self.detail) <= 120 else self.detail[:117] + "..."
-        return f"Claim {self.id} ({self.ref}): {verdict}; {detail}"
+        return f"Checked on this page: {paper_ref(self.ref)} {verdict} ({detail}; report row {self.id})"
 
 
 def _in_kernel() -> bool:

@@ -379,7 +379,7 @@ def _resolve(app, doctree, fromdocname):
             body.append(
                 [
                     nodes.paragraph("", "", nodes.literal(text=claim)) if claim else "",
-                    r["ref"],
+                    _claims.paper_ref(r["ref"]),
                     r["status"],
                     statement_node(statement),
                     _fmt(r["measured"]),
