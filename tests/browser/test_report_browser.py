@@ -91,8 +91,8 @@ def test_one_line_per_claim_on_a_desktop(report_page):
 
 
 def test_every_claim_links_to_where_it_is_computed(report_page, site):
-    """Each claim's row links to its page, at the id of the cell (or, for a removed cell, the
-    section) that records it; every link resolves to a file of the site with that id."""
+    """Each claim's row links to its page, at the id of the cell that records it; every link
+    resolves to a file of the site with that id."""
     page, _ = report_page
     links = page.evaluate(
         """() => [...document.querySelectorAll('table.claims-rows tbody tr[id^="claim-"]')].map(tr =>
@@ -101,8 +101,8 @@ def test_every_claim_links_to_where_it_is_computed(report_page, site):
     assert len(links) >= 250
     missing = [i for i, href in links if href is None]
     assert missing == [], f"claims with no link to their page: {missing[:10]}"
-    unanchored = [i for i, href in links if "#" not in href]
-    assert len(unanchored) <= 0.05 * len(links), f"claims linked to a page but not a place on it: {unanchored}"
+    unanchored = [i for i, href in links if "#claim-src-" not in href]
+    assert unanchored == [], f"claims linked to a page or section but not to their cell: {unanchored[:10]}"
     broken = []
     ids: dict = {}
     for claim, href in links:
@@ -118,3 +118,21 @@ def test_every_claim_links_to_where_it_is_computed(report_page, site):
         if parts.fragment and urllib.parse.unquote(parts.fragment) not in ids[path]:
             broken.append(f"{claim}: {href}")
     assert broken == [], f"links that lead nowhere: {broken[:10]}"
+
+
+@pytest.mark.parametrize("width", [960, 1400])
+def test_the_table_fits_the_column_without_scrolling_sideways(browser, site, width):
+    """From 960 px on, the one-line table takes the column's width and no more: every column is in
+    view (each cell cut with an ellipsis until its row is opened), nothing to scroll sideways to."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto((site / REPORT).as_uri(), wait_until="load")
+    page.wait_for_function(MATHJAX_READY_JS)
+    fit = page.evaluate(
+        """() => [...document.querySelectorAll('table.claims-rows')].map(t => ({
+             table: t.scrollWidth, box: t.parentElement.clientWidth,
+             page: document.documentElement.scrollWidth, view: document.documentElement.clientWidth}))"""
+    )
+    context.close()
+    assert fit, "no claims table"
+    assert all(f["table"] <= f["box"] + 1 and f["page"] <= f["view"] + 1 for f in fit), fit
