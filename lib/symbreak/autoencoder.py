@@ -2320,9 +2320,10 @@ def _record_samples(W, U, k, lam, activation, want_weights):
 #: From this many replicas on, _LinearModel builds each step's Σ̂ when the step reads it.
 _STEPWISE_MIN_REPLICAS = 24
 #: Below this many replicas in a chunk, _LinearModel takes its steps in compiled blocks (where every
-#: replica draws by the Bartlett decomposition); from it on, the batched NumPy products. No limit:
-#: since each block's ηΣ̂ is built 16 replicas at a time, the compiled step is as fast or faster at
-#: every chunk size (the benchmark's 2 × 64 replicas: about 7% more replica-steps/s in float64).
+#: replica draws by the Bartlett decomposition); from it on, the batched NumPy products. No limit: on
+#: two threads the compiled step, which holds no lock, is faster at the benchmark's 2 × 64 replicas
+#: (float64: 490k against 464k replica-steps/s, means of five and three runs on the same machine),
+#: although one thread alone runs the batched NumPy path faster (3.3 against 3.7 µs per replica-step).
 _FUSED_MAX_REPLICAS = 2**31 - 1
 
 
