@@ -233,3 +233,21 @@ def test_captions_write_panel_letters_in_parentheses():
     assert len(found) >= 30, "the caption scan found too few figures"
     bad = [f"{where}: {m.group(0)!r}" for where, body in found for m in PANEL_LETTER.finditer(body)]
     assert bad == [], "panel letters not in the book's style (A):\n" + "\n".join(bad)
+
+
+#: A {prf:ref} prints the box's own label ("Theorem 4", "Proposition 3"): a word before it doubles it.
+DOUBLED_LABEL = re.compile(
+    r"(?:Theorem|Proposition|Lemma|Corollary|Definition|Remark|Exercise|Algorithm|Conjecture)s?\s+\{prf:ref\}"
+)
+
+
+def test_a_prf_ref_is_not_preceded_by_its_own_label():
+    """``Theorem {prf:ref}`thm-x``` reads "Theorem Theorem 4" on the site."""
+    bad = [
+        f"{md.relative_to(ROOT)}:{n}: {line.strip()[:100]}"
+        for md in book_pages()
+        for n, line in enumerate(md.read_text(encoding="utf-8").splitlines(), 1)
+        if DOUBLED_LABEL.search(line)
+    ]
+    assert bad == [], "\n".join(bad)
+    assert DOUBLED_LABEL.search("and Theorem {prf:ref}`ae-thm-psd` applies")

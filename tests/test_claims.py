@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -107,7 +108,10 @@ def test_a_claim_shows_as_one_short_line(ledger):
     big = np.arange(1.0, 301.0)
     text = repr(ledger.close("d-repr", "Eq. 6", "three hundred values", big, big, rtol=1e-9))
     assert "\n" not in text and len(text) < 200
-    assert text.startswith("Checked on this page: P-Eq. 6 holds (") and text.endswith("; report row d-repr)")
+    assert text.startswith("Checked on this page (P-Eq. 6): holds; ") and text.endswith(" [report row d-repr]")
+    # three hundred values are cut after a whole number, never inside one
+    body = text.split("; ", 1)[1].rsplit(" [", 1)[0]
+    assert body.endswith(" …") and re.fullmatch(r"measured (\d+, )*\d+ …", body), body
 
 
 @pytest.mark.parametrize(
@@ -115,7 +119,7 @@ def test_a_claim_shows_as_one_short_line(ledger):
     [
         ("Eq. C.53", "P-Eq. C.53"),
         ("Eqs. 21–22", "P-Eqs. 21–22"),
-        ("Eq. A.19–A.21", "P-Eq. A.19–A.21"),
+        ("Eq. A.19–A.21", "P-Eqs. A.19–A.21"),
         ("Theorem 1 (finite data)", "P-Theorem 1 (finite data)"),
         ("Fig. 1F (κ against η and B)", "P-Fig. 1F (κ against η and B)"),
         ("Sec. 4.3 (S_∞)", "P-Sec. 4.3 (S_∞)"),

@@ -73,6 +73,10 @@ _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 _PAPER_NUMBER = re.compile(r"(?<![\w-])(Eqs?\.|Theorems?|Lemmas?|Figs?\.|Secs?\.|App\.|Footnotes?|Abstract)(?=[\s:])")
 
 
+#: A range of equations written with the singular ("P-Eq. A.11–A.12"): printed "P-Eqs. A.11–A.12".
+_EQ_RANGE = re.compile(r"P-Eq\. (\S+–\S+)")
+
+
 def paper_ref(ref: str) -> str:
     """A ledger reference as the book prints it: the paper's numbers with the prefix ``P-``.
 
@@ -80,12 +84,12 @@ def paper_ref(ref: str) -> str:
     the pages, the report and a claim's printed line write ``P-Eq. C.53``, ``Book: depth limit
     (P-Sec. 1.2)``, so that a paper's number is never mistaken for one of the book's.
 
-    >>> paper_ref("Eqs. 21–22"), paper_ref("Book: corollary of Theorem 1.3"), paper_ref("Book: sharpness")
-    ('P-Eqs. 21–22', 'Book: corollary of P-Theorem 1.3', 'Book: sharpness')
+    >>> paper_ref("Eq. A.11–A.12"), paper_ref("Book: corollary of Theorem 1.3"), paper_ref("Book: sharpness")
+    ('P-Eqs. A.11–A.12', 'Book: corollary of P-Theorem 1.3', 'Book: sharpness')
     """
     if not isinstance(ref, str):
         raise ValueError(f"ref must be a string, got {type(ref).__name__}")
-    return _PAPER_NUMBER.sub(r"P-\1", ref)
+    return _EQ_RANGE.sub(r"P-Eqs. \1", _PAPER_NUMBER.sub(r"P-\1", ref))
 
 
 _ENV_DIR = "SYMBREAK_CLAIMS_DIR"
@@ -468,7 +472,7 @@ class Ledger:
             expected=True if expected is None else expected,
             tolerance=None,
             holds=bool(condition),
-            detail=f"condition is {bool(condition)}"
+            detail=("the condition holds" if condition else "the condition does not hold")
             + ("" if measured is None else f" (measured {_fmt(measured, fmt)})"),
             fmt=fmt,
             glue_values={id: _fmt(shown, fmt)},
@@ -520,8 +524,18 @@ class Claim:
         """One short line for the reader (a page that ends a cell with a claim call shows this, not
         the arrays): what was checked, the verdict, the numbers, and the claim's row in the report."""
         verdict = {True: "holds", False: "FAILS", None: "recorded"}[self.holds]
-        detail = self.detail if len(self.detail) <= 120 else self.detail[:117] + "..."
-        return f"Checked on this page: {paper_ref(self.ref)} {verdict} ({detail}; report row {self.id})"
+        return (
+            f"Checked on this page ({paper_ref(self.ref)}): {verdict}; {_shorten(self.detail)} [report row {self.id}]"
+        )
+
+
+def _shorten(text: str, limit: int = 140) -> str:
+    """``text`` cut to about ``limit`` characters at the end of a number or clause (", " or "; "),
+    never inside one, with " …" where something was left out."""
+    if len(text) <= limit:
+        return text
+    cut = max(text.rfind(", ", 0, limit), text.rfind("; ", 0, limit))
+    return (text[:cut] if cut > 0 else text[:limit].rsplit(" ", 1)[0]) + " …"
 
 
 def _in_kernel() -> bool:
