@@ -147,3 +147,9 @@ def test_a_true_claim_can_show_what_it_compares(ledger):
     assert plain.expected is True
     with pytest.raises(ValueError, match="expected needs measured"):
         ledger.true("d-bad", "Eq. 6", "a property", True, expected=3)
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"Eq. 6", ["Eq. 6"]])
+def test_paper_ref_rejects_what_is_not_a_string(bad):
+    with pytest.raises(ValueError, match="ref must be a string"):
+        claims.paper_ref(bad)
