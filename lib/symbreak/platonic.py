@@ -64,7 +64,15 @@ from functools import cached_property
 
 import numpy as np
 
-from .engine import Configuration, DivergenceError, WishartBlockSampler, check_divergence, record_steps, run_ensemble
+from .engine import (
+    Configuration,
+    DivergenceError,
+    WishartBlockSampler,
+    _compiled,
+    check_divergence,
+    record_steps,
+    run_ensemble,
+)
 from .rng import make_rng
 from .validation import (
     MAX_DRAWS,
@@ -1942,6 +1950,12 @@ def _per_replica(name, value, r, *, positive=True):
     return arr
 
 
+#: Online SGD of :class:`_PlatonicModel` in compiled blocks (False: the batched NumPy step, the reference).
+_COMPILED_SGD = True
+#: Replicas that :func:`_edln_sgd_block` steps together, one SIMD lane each.
+_SGD_GROUP = 32
+
+
 def _record(net, task, ws):
     p, q, a, omega = _residual_parts(net, task, ws)
     ks = np.stack([_t(p[k]) @ p[k] for k in range(1, net.depth)], axis=1)
@@ -1961,9 +1975,129 @@ def _common(net, task, weights, steps, record_every):
     return [w.copy() for w in ws], steps, record_every
 
 
+def _edln_sgd_block(S, t0, t1, W, offs, dims, MI, MO, V, lr, wd, use_wd, warm, step0, P, Q, A, E, T, Wg, Sg, eta, c2, G):  # pragma: no cover
+    """Steps ``t0 … t1 − 1`` of a block of online SGD for every replica of an EDLN, compiled (numba,
+    ``nogil``): the update of :meth:`_PlatonicModel.step` (the gradient of :func:`minibatch_gradient`,
+    ``∇_{W_i} L̂ = (Q_iᵀ E) P_iᵀ`` with ``E = 2 (A Ŝ_xx − Ŝ_εx)`` and ``A = M^O P_D − V*``, plus
+    ``2 λ W_i``, times the step's learning rate).
+
+    The replicas run in groups of ``g`` (the last axis of the scratch arrays), one SIMD lane each:
+    every loop's innermost index is the replica, and each replica's arithmetic is the NumPy path's,
+    operation for operation, except that every small product is summed in the order of its inner
+    index (BLAS may sum in another order). So the numbers agree with the NumPy path to rounding and
+    do not depend on how the replicas are grouped or chunked.
+
+    ``S`` (R, t1 − t0, n + m, n + m) holds the steps' minibatch moments; ``W`` (R, Σ d_i d_{i−1}) the
+    replicas' weights, layer ``i`` row-major from ``offs[i]``; ``dims = (n, d_1, …, d_{D−1}, m)``;
+    ``MI`` the input map ``M^I Z``, ``MO`` the output map, ``V`` the target ``V*``; ``lr``, ``wd``
+    one per replica; ``warm`` the learning-rate warm-up in steps (0: none), ``step0`` the global step
+    of ``t0``. Scratch: ``P`` (D + 1, max d, n, g), ``Q`` (D, m, max d, g), ``A``, ``E`` (m, n, g),
+    ``T`` (max d, n, g), ``Wg`` (Σ d_i d_{i−1}, g), ``Sg`` (n + m, n, g), ``eta``, ``c2``, ``G`` (g)."""
+    depth = dims.size - 1
+    n = dims[0]
+    m = dims[depth]
+    nw = W.shape[1]
+    gs = P.shape[3]
+    for i in range(n):
+        for j in range(n):
+            for q in range(gs):
+                P[0, i, j, q] = MI[i, j]
+    for i in range(m):
+        for j in range(m):
+            for q in range(gs):
+                Q[depth - 1, i, j, q] = MO[i, j]
+    for r0 in range(0, W.shape[0], gs):
+        ng = min(gs, W.shape[0] - r0)
+        # the group's weights, one lane per replica
+        for q in range(ng):
+            for x in range(nw):
+                Wg[x, q] = W[r0 + q, x]
+            c2[q] = 2.0 * wd[r0 + q]
+        for t in range(t0, t1):
+            step = step0 + t - t0
+            for q in range(ng):
+                lq = lr[r0 + q]
+                eta[q] = lq * ((step + 1) / warm) if (warm > 0 and step < warm) else lq
+                for k in range(n + m):
+                    for j in range(n):
+                        Sg[k, j, q] = S[r0 + q, t - t0, k, j]
+            # prefix maps P_l = W_l P_{l-1} (dims[l] × n)
+            for lay in range(depth):
+                o, dout, din = offs[lay], dims[lay + 1], dims[lay]
+                for i in range(dout):
+                    for j in range(n):
+                        for q in range(ng):
+                            P[lay + 1, i, j, q] = Wg[o + i * din, q] * P[lay, 0, j, q]
+                        for k in range(1, din):
+                            for q in range(ng):
+                                P[lay + 1, i, j, q] += Wg[o + i * din + k, q] * P[lay, k, j, q]
+            # suffix maps Q_l = Q_{l+1} W_{l+1} (m × dims[l+1])
+            for lay in range(depth - 2, -1, -1):
+                o, dout, din = offs[lay + 1], dims[lay + 2], dims[lay + 1]
+                for i in range(m):
+                    for j in range(din):
+                        for q in range(ng):
+                            Q[lay, i, j, q] = Q[lay + 1, i, 0, q] * Wg[o + j, q]
+                        for k in range(1, dout):
+                            for q in range(ng):
+                                Q[lay, i, j, q] += Q[lay + 1, i, k, q] * Wg[o + k * din + j, q]
+            # A = M^O P_D − V*, E = 2 (A Ŝ_xx − Ŝ_εx)
+            for i in range(m):
+                for j in range(n):
+                    c = MO[i, 0]
+                    for q in range(ng):
+                        A[i, j, q] = c * P[depth, 0, j, q]
+                    for k in range(1, m):
+                        c = MO[i, k]
+                        for q in range(ng):
+                            A[i, j, q] += c * P[depth, k, j, q]
+                    c = V[i, j]
+                    for q in range(ng):
+                        A[i, j, q] -= c
+            for i in range(m):
+                for j in range(n):
+                    for q in range(ng):
+                        E[i, j, q] = A[i, 0, q] * Sg[0, j, q]
+                    for k in range(1, n):
+                        for q in range(ng):
+                            E[i, j, q] += A[i, k, q] * Sg[k, j, q]
+                    for q in range(ng):
+                        E[i, j, q] = 2.0 * (E[i, j, q] - Sg[n + i, j, q])
+            # every layer's gradient G = (Q_lᵀ E) P_lᵀ from the old weights, then its update
+            for lay in range(depth):
+                o, dout, din = offs[lay], dims[lay + 1], dims[lay]
+                for i in range(dout):
+                    for j in range(n):
+                        for q in range(ng):
+                            T[i, j, q] = Q[lay, 0, i, q] * E[0, j, q]
+                        for k in range(1, m):
+                            for q in range(ng):
+                                T[i, j, q] += Q[lay, k, i, q] * E[k, j, q]
+                for i in range(dout):
+                    for j in range(din):
+                        x = o + i * din + j
+                        for q in range(ng):
+                            G[q] = T[i, 0, q] * P[lay, j, 0, q]
+                        for k in range(1, n):
+                            for q in range(ng):
+                                G[q] += T[i, k, q] * P[lay, j, k, q]
+                        if use_wd:
+                            for q in range(ng):
+                                G[q] = G[q] + c2[q] * Wg[x, q]
+                        for q in range(ng):
+                            Wg[x, q] = Wg[x, q] - eta[q] * G[q]
+        for q in range(ng):
+            for x in range(nw):
+                W[r0 + q, x] = Wg[x, q]
+
+
 class _PlatonicModel:
     """A batch of EDLN replicas for :func:`symbreak.engine.run_ensemble`: online SGD (Wishart
-    minibatch moments) or full-batch gradient descent on ``L + γ S + λ Σ‖W_i‖²``."""
+    minibatch moments) or full-batch gradient descent on ``L + γ S + λ Σ‖W_i‖²``.
+
+    Online SGD takes its steps in compiled blocks (:func:`_edln_sgd_block`, one call per block of
+    steps for the whole chunk, without the GIL) unless ``_COMPILED_SGD`` is false: then, as gradient
+    descent always does, one batched NumPy step at a time (the reference the tests compare with)."""
 
     def __init__(
         self,
@@ -1990,9 +2124,40 @@ class _PlatonicModel:
         self.streams = list(streams)
         if sgd:
             self.sampler = WishartBlockSampler(task.data_factor(), np.full(len(reps), batch_size), max_steps=64)
+            if _COMPILED_SGD:
+                self._fuse()
         else:
             self.g0, self.dec, self.gamma_warmup = gamma[reps], decay[reps], gamma_warmup
             self.use_s = bool(np.any(self.g0 != 0))
+
+    def _fuse(self):
+        """Move the weights into one flat array per replica (``self.w`` become views of it) and
+        take the steps by :func:`_edln_sgd_block`."""
+        net, r = self.net, len(self.w[0])
+        shapes = net.shapes
+        sizes = [a * b for a, b in shapes]
+        offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        flat = np.empty((r, int(offs[-1])))
+        for i, (a, (dout, din)) in enumerate(zip(self.w, shapes)):
+            flat[:, offs[i] : offs[i + 1]] = a.reshape(r, -1)
+        self.flat = flat
+        self.w = [flat[:, offs[i] : offs[i + 1]].reshape(r, *shapes[i]) for i in range(net.depth)]
+        dims = np.array((net.n,) + net.widths + (net.m,), dtype=np.int64)
+        big, n, m, depth = int(dims.max()), net.n, net.m, net.depth
+        self.consts = (offs[:-1].copy(), dims, np.ascontiguousarray(net.input_map), np.ascontiguousarray(net.m_out),
+                       np.ascontiguousarray(self.task.v_star), np.ascontiguousarray(self.lr, dtype=float),
+                       np.ascontiguousarray(self.wd, dtype=float), self.use_wd, int(self.lr_warmup))  # fmt: skip
+        g = _SGD_GROUP
+        self.scratch = (np.zeros((depth + 1, big, n, g)), np.zeros((depth, m, big, g)), np.empty((m, n, g)),
+                        np.empty((m, n, g)), np.empty((big, n, g)), np.empty((flat.shape[1], g)),
+                        np.empty((n + m, n, g)), np.empty(g), np.empty(g), np.empty(g))  # fmt: skip
+        self.kernel = _compiled(_edln_sgd_block)
+        self.steps = self._steps
+
+    def _steps(self, noise, t0, t1, step):
+        offs, dims, mi, mo, v, lr, wd, use_wd, warm = self.consts
+        s = noise[t0:t1].transpose(1, 0, 2, 3)  # (R, t1 - t0, d, d), the sampler's own layout
+        self.kernel(s, 0, t1 - t0, self.flat, offs, dims, mi, mo, v, lr, wd, use_wd, warm, step, *self.scratch)
 
     def draw(self, m):
         return self.sampler.draw(self.streams, m) if self.sgd else None
@@ -2023,7 +2188,7 @@ class _PlatonicModel:
         return np.max([np.abs(a).max(axis=(1, 2)) for a in self.w], axis=0)
 
     def record(self, mask):
-        return _record(self.net, self.task, [a[mask] for a in self.w])
+        return _record(self.net, self.task, self.w if mask.all() else [a[mask] for a in self.w])
 
     def final(self, mask):
         return tuple(a[mask] for a in self.w)
@@ -2038,7 +2203,16 @@ def _train(net, task, ws, model_kw, params_of, *, steps, record_every, divergenc
     grid = record_steps(steps, record_every)
     limit = check_positive("divergence_limit", divergence_limit)
     n_chunks = check_int("n_chunks", n_chunks, minimum=1)
-    confs = [Configuration(1, grid, params_of(i)) for i in range(r)]
+    # one configuration per run of consecutive replicas with the same hyper-parameters (typically
+    # one for the whole ensemble: per-replica objects cost more than the step for 10⁵ replicas)
+    confs = []
+    for i in range(r):
+        p = params_of(i)
+        if confs and confs[-1][1] == p:
+            confs[-1][0] += 1
+        else:
+            confs.append([1, p])
+    confs = [Configuration(k, grid, p) for k, p in confs]
     runs = run_ensemble(
         lambda reps, streams: _PlatonicModel(reps, streams, net, task, ws, **model_kw),
         confs,
