@@ -1975,7 +1975,9 @@ def _common(net, task, weights, steps, record_every):
     return [w.copy() for w in ws], steps, record_every
 
 
-def _edln_sgd_block(S, t0, t1, W, offs, dims, MI, MO, V, lr, wd, use_wd, warm, step0, P, Q, A, E, T, Wg, Sg, eta, c2, G):  # pragma: no cover
+def _edln_sgd_block(
+    S, t0, t1, W, offs, dims, MI, MO, V, lr, wd, use_wd, warm, step0, P, Q, A, E, T, Wg, Sg, eta, c2, G
+):  # pragma: no cover
     """Steps ``t0 … t1 − 1`` of a block of online SGD for every replica of an EDLN, compiled (numba,
     ``nogil``): the update of :meth:`_PlatonicModel.step` (the gradient of :func:`minibatch_gradient`,
     ``∇_{W_i} L̂ = (Q_iᵀ E) P_iᵀ`` with ``E = 2 (A Ŝ_xx − Ŝ_εx)`` and ``A = M^O P_D − V*``, plus
