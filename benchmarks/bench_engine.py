@@ -239,6 +239,49 @@ def breakdown(dtype, replicas: int = 64, m: int = 16) -> dict:
     return out
 
 
+def platonic_breakdown(replicas: int = 128, m: int = 64) -> dict:
+    """CPU µs per replica-step of the Platonic engine's parts, one thread: the block's minibatch
+    moments (the ``d × B`` normals of each step, then ``L X`` and ``X Xᵀ``, batched NumPy), the
+    normals alone (compiled SFC64), the compiled SGD step the engine runs (one call per 8 steps),
+    and for comparison the batched NumPy step it replaced; and the step's multiply-adds."""
+    task, net = _platonic_setup()
+    w0 = pl.init_weights(net, 1, replicas=replicas)
+    streams = replica_streams(0, range(replicas))
+    # (the warm-up keeps the repeated steps on one block of minibatches small: each round starts at step 0)
+    kw = dict(lr=np.full(replicas, PL_ETA), wd=np.zeros(replicas), lr_warmup=PL_WARMUP, sgd=True, batch_size=PL_B)
+    fast = pl._PlatonicModel(np.arange(replicas), streams, net, task, w0, **kw)
+    old, pl._COMPILED_SGD = pl._COMPILED_SGD, False
+    try:
+        slow = pl._PlatonicModel(np.arange(replicas), streams, net, task, w0, **kw)
+    finally:
+        pl._COMPILED_SGD = old
+    noise = fast.draw(m).copy()
+    x = np.empty((replicas, m, task.n + task.m, PL_B))
+
+    def compiled():
+        for t0 in range(0, m, 8):
+            fast.steps(noise, t0, t0 + 8, 0)
+
+    def numpy_step():
+        for t in range(m):
+            slow.step(noise, t, 0)
+
+    per = m * replicas
+    dims = (net.n,) + net.widths + (net.m,)
+    n, mm, depth = net.n, net.m, net.depth
+    fma = sum(dims[i + 1] * dims[i] * n for i in range(depth))  # prefix maps P
+    fma += sum(mm * dims[i + 1] * dims[i + 2] for i in range(depth - 1))  # suffix maps Q
+    fma += mm * mm * n + mm * n * n  # A and E
+    fma += sum(dims[i + 1] * mm * n + dims[i + 1] * n * dims[i] for i in range(depth))  # gradients
+    return {
+        "draw": 1e6 / (_timed(lambda: fast.draw(m), 30, 3) * per),
+        "normals": 1e6 / (_timed(lambda: fill_normals(streams, x), 30, 3) * per),
+        "compiled": 1e6 / (_timed(compiled, 30, 3) * per),
+        "step": 1e6 / (_timed(numpy_step, 10, 1) * per),
+        "fma": fma,
+    }
+
+
 def naive_table(name, fn, steps):
     """Time the naive loop in every configuration; return the best rate and the printed lines."""
     default_threads = torch.get_num_threads()
@@ -363,6 +406,14 @@ def main() -> None:
             f"NumPy's own bulk draw of its 190 normals + 20 gammas: {f['numpy_rng']:.2f} µs), "
             f"FLOP {f['flop']:.2f} µs (at {f['gflops']:.0f} GFLOP/s of a large matrix product)"
         )
+    p, f = platonic_breakdown(), floors(np.float64)
+    print("\n[platonic] where an engine replica-step's CPU time goes (one thread, 128 replicas, blocks of 64 steps)")
+    print(
+        f"  float64: minibatch moments {p['draw']:.2f} µs (of which the {(4 + 5) * PL_B} normals, compiled: "
+        f"{p['normals']:.2f} µs; then L X and X Xᵀ, batched NumPy) + compiled SGD step {p['compiled']:.2f} µs = "
+        f"{p['draw'] + p['compiled']:.2f} µs; the batched NumPy step it replaced: {p['step']:.2f} µs; FLOP floor "
+        f"{2 * p['fma'] / (f['gflops'] * 1e3):.2f} µs ({p['fma']:,} multiply-adds at {f['gflops']:.0f} GFLOP/s)"
+    )
 
 
 if __name__ == "__main__":

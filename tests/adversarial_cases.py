@@ -246,6 +246,7 @@ def _torch_sampler():
 
 
 SAMPLER = engine.WishartBlockSampler(np.ones(3), np.array([4, 8]), max_steps=4)
+POINTS_SAMPLER = engine.WishartBlockSampler(np.ones(3), np.array([2, 2]), max_steps=4)
 XS, _, YS = pl.sample_data(TASK, 0, 5)
 
 
@@ -306,6 +307,7 @@ BASE = {
     "engine.WishartBlockSampler.draw": (lambda n: SAMPLER.draw(G(), n), [2], {}),
     "engine.WishartBlockSampler.draw_steps": (lambda n: SAMPLER.draw_steps(G(), n)[0], [2], {}),
     "engine.WishartBlockSampler.variates": (lambda n: SAMPLER.variates(G(), n)[0], [2], {}),
+    "engine.WishartBlockSampler.points": (lambda n: POINTS_SAMPLER.points(G(), n)[0], [2], {}),
     "engine.fill_normals": (lambda rows: engine.fill_normals([G(), G()], np.empty((2, 3)), rows), [[0, 1]], {}),
     "engine.WishartBlockSampler.keep": (
         lambda m: engine.WishartBlockSampler(np.ones(3), np.array([4, 8]), max_steps=4).keep(m),

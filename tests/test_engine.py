@@ -277,6 +277,32 @@ def test_block_sampler_variates_are_the_draws_own(dtype):
         b.variates(replica_streams(4, range(2)), 7)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("full", [False, True], ids=["diagonal", "full-factor"])
+def test_block_sampler_points_are_the_draws_own(dtype, full):
+    """points returns the block's normals X, the factor L and c_r / B that draw uses where every
+    replica has one B < d: c_r (L X)(L X)ᵀ is draw's c_r Σ̂ (the compiled Platonic step relies on it)."""
+    from symbreak.engine import replica_streams
+
+    f = np.sqrt(np.geomspace(2.0, 0.1, 5))
+    if full:
+        f = np.linalg.cholesky(np.diag(f**2) + 0.1)
+    kw = dict(scale=[0.1, 0.3, 1.0], dtype=dtype, max_steps=6)
+    a, b = WishartBlockSampler(f, np.array([3, 3, 3]), **kw), WishartBlockSampler(f, np.array([3, 3, 3]), **kw)
+    assert a.points_only and not a.bartlett_only
+    full_draw = a.draw(replica_streams(4, range(3)), 6).copy()
+    x, lf, c = b.points(replica_streams(4, range(3)), 6)
+    assert x.shape == (3, 6, 5, 3) and lf.shape == (5, 5) and c.shape == (3,)
+    z = lf @ x
+    mine = (z @ z.swapaxes(-1, -2)) * c[:, None, None, None]
+    np.testing.assert_allclose(mine.transpose(1, 0, 2, 3), full_draw, rtol=1e-5 if dtype == np.float32 else 1e-13)
+    for sizes in ([3, 30], [3, 4]):  # a replica with B >= d, or two batch sizes
+        with pytest.raises(ValueError, match="one batch size B < d"):
+            WishartBlockSampler(f, np.array(sizes)).points(make_rng(0), 2)
+    with pytest.raises(ValueError, match="n_steps"):
+        b.points(replica_streams(4, range(3)), 7)
+
+
 # --- compiled SFC64 draws (symbreak._sfc64): NumPy's numbers, bit for bit ---------------------------
 
 

@@ -828,6 +828,41 @@ class WishartBlockSampler:
         return s.transpose(1, 0, 2, 3)
 
     @property
+    def points_only(self) -> bool:
+        """Whether every replica draws its ``B`` data points, with one ``B < d`` for all: the case
+        where :meth:`points` gives everything a step needs."""
+        return self._small.size == self.n_replicas and np.unique(self.batch_sizes).size == 1
+
+    def points(self, rng, n_steps: int):
+        """The standard normals of a block of ``n_steps`` steps, for a compiled step that forms the
+        minibatch moments itself: replica ``r``'s ``B`` points at step ``t`` are ``L X[r, t]`` and
+        its draw is ``c_r (L X[r, t]) (L X[r, t])ᵀ``.
+
+        Only where :attr:`points_only`. The same calls as :meth:`draw`, so the same numbers.
+
+        Returns
+        -------
+        X : numpy.ndarray, shape (R, n_steps, d, B)
+            Standard normals; a view of an internal buffer, overwritten by the next call.
+        L : numpy.ndarray, shape (d, d)
+            The factor as a matrix (diagonal for a 1-D ``factor``).
+        c : numpy.ndarray, shape (R,)
+            ``c_r / B``.
+        """
+        if not self.points_only:
+            raise ValueError("points needs one batch size B < d for every replica; use draw")
+        n_steps = check_int("n_steps", n_steps, minimum=1, maximum=self.max_steps)
+        streams = self._check_streams(rng)
+        bsz = int(self.batch_sizes[0])
+        x = _scratch(self._buffers(n_steps), "x", (self.n_replicas, n_steps, self.d, bsz), self.dtype)
+        if streams is None:
+            rng.standard_normal(out=x, dtype=self.dtype)
+        else:
+            fill_normals(streams, x)
+        lf = np.diag(self.factor) if self.factor.ndim == 1 else self._lf
+        return x, np.ascontiguousarray(lf, dtype=self.dtype), (self.scale / bsz).astype(self.dtype)
+
+    @property
     def bartlett_only(self) -> bool:
         """Whether every replica draws by the Bartlett decomposition with a diagonal ``Σ`` (``B_r ≥ d``,
         1-D ``factor``): the case where :meth:`variates` gives everything a step needs."""

@@ -1976,7 +1976,36 @@ def _common(net, task, weights, steps, record_every):
 
 
 def _edln_sgd_block(
-    S, t0, t1, W, offs, dims, MI, MO, V, lr, wd, use_wd, warm, step0, P, Q, A, E, T, Wg, Sg, eta, c2, G
+    S,
+    X,
+    L,
+    cs,
+    points,
+    t0,
+    t1,
+    W,
+    offs,
+    dims,
+    MI,
+    MO,
+    V,
+    lr,
+    wd,
+    use_wd,
+    warm,
+    step0,
+    P,
+    Q,
+    A,
+    E,
+    T,
+    Wg,
+    Sg,
+    Xg,
+    Zg,
+    eta,
+    c2,
+    G,
 ):  # pragma: no cover
     """Steps ``t0 … t1 − 1`` of a block of online SGD for every replica of an EDLN, compiled (numba,
     ``nogil``): the update of :meth:`_PlatonicModel.step` (the gradient of :func:`minibatch_gradient`,
@@ -1989,12 +2018,16 @@ def _edln_sgd_block(
     index (BLAS may sum in another order). So the numbers agree with the NumPy path to rounding and
     do not depend on how the replicas are grouped or chunked.
 
-    ``S`` (R, t1 − t0, n + m, n + m) holds the steps' minibatch moments; ``W`` (R, Σ d_i d_{i−1}) the
+    The steps' minibatch moments are ``S[r, t]`` (R, steps, n + m, n + m), or, where ``points`` is
+    true, formed here from the standard normals ``X[r, t]`` (R, steps, n + m, B) as
+    ``cs[r] (L X)(L X)ᵀ`` (what :meth:`symbreak.engine.WishartBlockSampler.draw` returns for
+    ``B < n + m``, up to the order of the sums; only the first ``n`` columns are formed). ``W`` (R, Σ d_i d_{i−1}) the
     replicas' weights, layer ``i`` row-major from ``offs[i]``; ``dims = (n, d_1, …, d_{D−1}, m)``;
     ``MI`` the input map ``M^I Z``, ``MO`` the output map, ``V`` the target ``V*``; ``lr``, ``wd``
     one per replica; ``warm`` the learning-rate warm-up in steps (0: none), ``step0`` the global step
     of ``t0``. Scratch: ``P`` (D + 1, max d, n, g), ``Q`` (D, m, max d, g), ``A``, ``E`` (m, n, g),
-    ``T`` (max d, n, g), ``Wg`` (Σ d_i d_{i−1}, g), ``Sg`` (n + m, n, g), ``eta``, ``c2``, ``G`` (g)."""
+    ``T`` (max d, n, g), ``Wg`` (Σ d_i d_{i−1}, g), ``Sg`` (n + m, n, g), ``Xg``, ``Zg`` (n + m, B, g),
+    ``eta``, ``c2``, ``G`` (g)."""
     depth = dims.size - 1
     n = dims[0]
     m = dims[depth]
@@ -2020,9 +2053,36 @@ def _edln_sgd_block(
             for q in range(ng):
                 lq = lr[r0 + q]
                 eta[q] = lq * ((step + 1) / warm) if (warm > 0 and step < warm) else lq
-                for k in range(n + m):
+            if points:
+                # the moments from the B points Z = L X: Ŝ[:, :n] = c (Z Z[:n]ᵀ)
+                d, nb = X.shape[2], X.shape[3]
+                for q in range(ng):
+                    for k in range(d):
+                        for b in range(nb):
+                            Xg[k, b, q] = X[r0 + q, t, k, b]
+                for k in range(d):
+                    for b in range(nb):
+                        c = L[k, 0]
+                        for q in range(ng):
+                            Zg[k, b, q] = c * Xg[0, b, q]
+                        for l in range(1, d):
+                            c = L[k, l]
+                            for q in range(ng):
+                                Zg[k, b, q] += c * Xg[l, b, q]
+                for k in range(d):
                     for j in range(n):
-                        Sg[k, j, q] = S[r0 + q, t - t0, k, j]
+                        for q in range(ng):
+                            Sg[k, j, q] = Zg[k, 0, q] * Zg[j, 0, q]
+                        for b in range(1, nb):
+                            for q in range(ng):
+                                Sg[k, j, q] += Zg[k, b, q] * Zg[j, b, q]
+                        for q in range(ng):
+                            Sg[k, j, q] *= cs[r0 + q]
+            else:
+                for q in range(ng):
+                    for k in range(n + m):
+                        for j in range(n):
+                            Sg[k, j, q] = S[r0 + q, t, k, j]
             # prefix maps P_l = W_l P_{l-1} (dims[l] × n)
             for lay in range(depth):
                 o, dout, din = offs[lay], dims[lay + 1], dims[lay]
@@ -2126,7 +2186,8 @@ class _PlatonicModel:
         self.streams = list(streams)
         if sgd:
             self.sampler = WishartBlockSampler(task.data_factor(), np.full(len(reps), batch_size), max_steps=64)
-            if _COMPILED_SGD:
+            self.fused = _COMPILED_SGD
+            if self.fused:
                 self._fuse()
         else:
             self.g0, self.dec, self.gamma_warmup = gamma[reps], decay[reps], gamma_warmup
@@ -2149,20 +2210,30 @@ class _PlatonicModel:
         self.consts = (offs[:-1].copy(), dims, np.ascontiguousarray(net.input_map), np.ascontiguousarray(net.m_out),
                        np.ascontiguousarray(self.task.v_star), np.ascontiguousarray(self.lr, dtype=float),
                        np.ascontiguousarray(self.wd, dtype=float), self.use_wd, int(self.lr_warmup))  # fmt: skip
-        g = _SGD_GROUP
+        self.points = self.sampler.points_only  # B < n + m: the kernel forms the moments from the points
+        g, d, nb = _SGD_GROUP, n + m, int(self.sampler.batch_sizes[0]) if self.points else 1
+        self._none4, self._none2, self._none1 = np.zeros((1, 1, 1, 1)), np.zeros((1, 1)), np.zeros(1)
         self.scratch = (np.zeros((depth + 1, big, n, g)), np.zeros((depth, m, big, g)), np.empty((m, n, g)),
                         np.empty((m, n, g)), np.empty((big, n, g)), np.empty((flat.shape[1], g)),
-                        np.empty((n + m, n, g)), np.empty(g), np.empty(g), np.empty(g))  # fmt: skip
+                        np.empty((d, n, g)), np.empty((d, nb, g)), np.empty((d, nb, g)), np.empty(g), np.empty(g),
+                        np.empty(g))  # fmt: skip
         self.kernel = _compiled(_edln_sgd_block)
         self.steps = self._steps
 
     def _steps(self, noise, t0, t1, step):
-        offs, dims, mi, mo, v, lr, wd, use_wd, warm = self.consts
-        s = noise[t0:t1].transpose(1, 0, 2, 3)  # (R, t1 - t0, d, d), the sampler's own layout
-        self.kernel(s, 0, t1 - t0, self.flat, offs, dims, mi, mo, v, lr, wd, use_wd, warm, step, *self.scratch)
+        if self.points:  # the block's normals, the factor and c_r / B
+            x, lf, cs = noise
+            s = self._none4
+        else:  # (R, steps, d, d): the sampler's own layout
+            s, (x, lf, cs) = noise.transpose(1, 0, 2, 3), (self._none4, self._none2, self._none1)
+        self.kernel(s, x, lf, cs, self.points, t0, t1, self.flat, *self.consts, step, *self.scratch)
 
     def draw(self, m):
-        return self.sampler.draw(self.streams, m) if self.sgd else None
+        if not self.sgd:
+            return None
+        if self.fused and self.points:
+            return self.sampler.points(self.streams, m)
+        return self.sampler.draw(self.streams, m)
 
     def step(self, noise, t, step):
         if self.lr_warmup and step < self.lr_warmup:
