@@ -240,10 +240,11 @@ def breakdown(dtype, replicas: int = 64, m: int = 16) -> dict:
 
 
 def platonic_breakdown(replicas: int = 128, m: int = 64) -> dict:
-    """CPU µs per replica-step of the Platonic engine's parts, one thread: the block's minibatch
-    moments (the ``d × B`` normals of each step, then ``L X`` and ``X Xᵀ``, batched NumPy), the
-    normals alone (compiled SFC64), the compiled SGD step the engine runs (one call per 8 steps),
-    and for comparison the batched NumPy step it replaced; and the step's multiply-adds."""
+    """CPU µs per replica-step of the Platonic engine's parts, one thread: the block's ``d × B``
+    normals per step (compiled SFC64; all the engine draws, as ``B < d``), the compiled step the
+    engine runs (one call per 8 steps: the minibatch moments ``c (L X)(L X)ᵀ`` from those normals,
+    then the SGD update), and for comparison the batched NumPy path it replaced (the sampler's
+    moments, ``L X`` and ``X Xᵀ`` batched, then the NumPy step); and the step's multiply-adds."""
     task, net = _platonic_setup()
     w0 = pl.init_weights(net, 1, replicas=replicas)
     streams = replica_streams(0, range(replicas))
@@ -255,16 +256,16 @@ def platonic_breakdown(replicas: int = 128, m: int = 64) -> dict:
         slow = pl._PlatonicModel(np.arange(replicas), streams, net, task, w0, **kw)
     finally:
         pl._COMPILED_SGD = old
-    noise = fast.draw(m).copy()
-    x = np.empty((replicas, m, task.n + task.m, PL_B))
+    points = tuple(np.copy(a) for a in fast.draw(m))
+    moments = slow.draw(m).copy()
 
     def compiled():
         for t0 in range(0, m, 8):
-            fast.steps(noise, t0, t0 + 8, 0)
+            fast.steps(points, t0, t0 + 8, 0)
 
     def numpy_step():
         for t in range(m):
-            slow.step(noise, t, 0)
+            slow.step(moments, t, 0)
 
     per = m * replicas
     dims = (net.n,) + net.widths + (net.m,)
@@ -274,9 +275,9 @@ def platonic_breakdown(replicas: int = 128, m: int = 64) -> dict:
     fma += mm * mm * n + mm * n * n  # A and E
     fma += sum(dims[i + 1] * mm * n + dims[i + 1] * n * dims[i] for i in range(depth))  # gradients
     return {
-        "draw": 1e6 / (_timed(lambda: fast.draw(m), 30, 3) * per),
-        "normals": 1e6 / (_timed(lambda: fill_normals(streams, x), 30, 3) * per),
+        "normals": 1e6 / (_timed(lambda: fast.draw(m), 30, 3) * per),
         "compiled": 1e6 / (_timed(compiled, 30, 3) * per),
+        "moments": 1e6 / (_timed(lambda: slow.draw(m), 30, 3) * per),
         "step": 1e6 / (_timed(numpy_step, 10, 1) * per),
         "fma": fma,
     }
@@ -409,10 +410,12 @@ def main() -> None:
     p, f = platonic_breakdown(), floors(np.float64)
     print("\n[platonic] where an engine replica-step's CPU time goes (one thread, 128 replicas, blocks of 64 steps)")
     print(
-        f"  float64: minibatch moments {p['draw']:.2f} µs (of which the {(4 + 5) * PL_B} normals, compiled: "
-        f"{p['normals']:.2f} µs; then L X and X Xᵀ, batched NumPy) + compiled SGD step {p['compiled']:.2f} µs = "
-        f"{p['draw'] + p['compiled']:.2f} µs; the batched NumPy step it replaced: {p['step']:.2f} µs; FLOP floor "
-        f"{2 * p['fma'] / (f['gflops'] * 1e3):.2f} µs ({p['fma']:,} multiply-adds at {f['gflops']:.0f} GFLOP/s)"
+        f"  float64: the step's {(4 + 5) * PL_B} normals {p['normals']:.2f} µs (compiled SFC64: the RNG floor) + "
+        f"compiled step {p['compiled']:.2f} µs (the moments c (L X)(L X)ᵀ and the SGD update: what the engine runs) = "
+        f"{p['normals'] + p['compiled']:.2f} µs; the batched NumPy path instead: normals + moments "
+        f"{p['moments']:.2f} + NumPy SGD step {p['step']:.2f} = {p['moments'] + p['step']:.2f} µs; FLOP floor "
+        f"{2 * p['fma'] / (f['gflops'] * 1e3):.2f} µs (the update's {p['fma']:,} multiply-adds at {f['gflops']:.0f} "
+        "GFLOP/s of a large matrix product)"
     )
 
 
