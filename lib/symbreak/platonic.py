@@ -2451,12 +2451,25 @@ def train_sgd(
         first ``lr_warmup`` steps: far from the minima (random initialisation, large loss) the
         landscape is sharper than near them, and a deep network with ill-conditioned ``M`` can
         otherwise leave the stable region in the first few hundred steps.
-    record_every, divergence_limit, n_chunks :
+    record_every, divergence_limit :
         As in :func:`train_gd`.
+    n_chunks : int
+        Replicas are split into this many chunks, run concurrently. The steps are compiled
+        (each chunk's replicas in SIMD lanes, one call per 8 steps, without
+        the GIL), so two chunks run on two cores; that pays from about 64 replicas (on two cores,
+        64 replicas of network B: 1.4–1.7 s against 2.2–2.4 s for 20,000 steps). Results do not
+        depend on ``n_chunks``, on the number of cores or on which replicas run together (tested).
 
     Returns
     -------
     TrainResult
+
+    Notes
+    -----
+    The compiled step computes the update above operation for operation, but sums each small
+    matrix product in a fixed order where BLAS may choose another: its trajectories agree with the
+    batched NumPy step's to rounding (relative differences of a few ``1e-15`` after 1,500 steps,
+    tested).
     """
     _check_net(net)
     ws, steps, record_every = _common(net, task, weights, steps, record_every)
