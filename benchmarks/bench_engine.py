@@ -279,6 +279,7 @@ def platonic_breakdown(replicas: int = 128, m: int = 64) -> dict:
         "moments": 1e6 / (_timed(lambda: slow.draw(m), 30, 3) * per),
         "step": 1e6 / (_timed(numpy_step, 10, 1) * per),
         "fma": fma,
+        "normals_per_step": (task.n + task.m) * PL_B,
     }
 
 
@@ -409,7 +410,8 @@ def main() -> None:
     p, f = platonic_breakdown(), floors(np.float64)
     print("\n[platonic] where an engine replica-step's CPU time goes (one thread, 128 replicas, blocks of 64 steps)")
     print(
-        f"  float64: the step's {(4 + 5) * PL_B} normals {p['normals']:.2f} µs (compiled SFC64: the RNG floor) + "
+        f"  float64: the step's {p['normals_per_step']} normals {p['normals']:.2f} µs (compiled SFC64: the RNG "
+        "floor) + "
         f"compiled step {p['compiled']:.2f} µs (the moments c (L X)(L X)ᵀ and the SGD update: what the engine runs) = "
         f"{p['normals'] + p['compiled']:.2f} µs; the batched NumPy path instead: normals + moments "
         f"{p['moments']:.2f} + NumPy SGD step {p['step']:.2f} = {p['moments'] + p['step']:.2f} µs; FLOP floor "

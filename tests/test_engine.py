@@ -296,6 +296,12 @@ def test_block_sampler_points_are_the_draws_own(dtype, full):
     z = lf @ x
     mine = (z @ z.swapaxes(-1, -2)) * c[:, None, None, None]
     np.testing.assert_allclose(mine.transpose(1, 0, 2, 3), full_draw, rtol=1e-5 if dtype == np.float32 else 1e-13)
+    # one generator for the whole ensemble: the same numbers as draw too
+    one = a.draw(make_rng(5), 6).copy()
+    x, lf, c = b.points(make_rng(5), 6)
+    z = lf @ x
+    mine = (z @ z.swapaxes(-1, -2)) * c[:, None, None, None]
+    np.testing.assert_allclose(mine.transpose(1, 0, 2, 3), one, rtol=1e-5 if dtype == np.float32 else 1e-13)
     for sizes in ([3, 30], [3, 4]):  # a replica with B >= d, or two batch sizes
         with pytest.raises(ValueError, match="one batch size B < d"):
             WishartBlockSampler(f, np.array(sizes)).points(make_rng(0), 2)

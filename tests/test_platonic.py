@@ -270,6 +270,18 @@ def test_compiled_sgd_agrees_with_the_numpy_step(widths, batch, monkeypatch):
         assert np.abs(b - b0).max() > 1e-3 * np.abs(b).max()  # the runs did move
     assert np.allclose(fast.kernels, ref.kernels, rtol=1e-12, atol=1e-14)
     assert np.allclose(fast.loss, ref.loss, rtol=1e-12, atol=1e-14)
+    # a replica's numbers do not depend on its group: replicas 5 (a lane of the full first group of
+    # 32) and 35 (of the partial second), stepped alone from their own streams, bit for bit
+    from symbreak.engine import replica_streams
+
+    monkeypatch.setattr(pl, "_COMPILED_SGD", True)
+    mk = dict(lr=lr, wd=wd, lr_warmup=300, sgd=True, batch_size=batch)
+    group = pl._PlatonicModel(np.arange(r), replica_streams(8, range(r)), net, task, w0, **mk)
+    alone = [pl._PlatonicModel(np.array([j]), replica_streams(8, [j]), net, task, w0, **mk) for j in (5, 35)]
+    for block in range(8):
+        for model in [group] + alone:
+            model.steps(model.draw(64), 0, 64, 64 * block)
+    assert np.array_equal(group.flat[5], alone[0].flat[0]) and np.array_equal(group.flat[35], alone[1].flat[0])
 
 
 @pytest.mark.parametrize("batch", [4, 16], ids=["points", "bartlett"])
@@ -320,7 +332,7 @@ def test_compiled_sgd_reports_divergence(monkeypatch):
     task, net, _ = pl.example_pair()
     w0 = pl.init_weights(net, 1, replicas=3)
     monkeypatch.setattr(pl, "_COMPILED_SGD", True)
-    with pytest.raises(pl.DivergenceError, match="lr"):
+    with pytest.raises(pl.DivergenceError, match=r"replica 1; lr=3,"):
         pl.train_sgd(net, task, w0, lr=np.array([0.01, 3.0, 0.01]), batch_size=4, steps=500, seed=1)
 
 

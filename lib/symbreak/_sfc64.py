@@ -389,6 +389,7 @@ def _capsule_state(bg) -> int:
     return ctypes.c_void_p.from_address(_capsule_pointer(bg.capsule, b"BitGenerator")).value
 
 
-_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
-_capsule_pointer.restype = ctypes.c_void_p
-_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+# a private prototype (setting restype/argtypes on ctypes.pythonapi's own would change it for everyone)
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi)
+)

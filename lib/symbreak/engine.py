@@ -838,7 +838,15 @@ class WishartBlockSampler:
         minibatch moments itself: replica ``r``'s ``B`` points at step ``t`` are ``L X[r, t]`` and
         its draw is ``c_r (L X[r, t]) (L X[r, t])ᵀ``.
 
-        Only where :attr:`points_only`. The same calls as :meth:`draw`, so the same numbers.
+        Only where :attr:`points_only`. The same calls as :meth:`draw`, so the same numbers (with
+        one generator for the whole ensemble too: it first takes the variates :meth:`draw` takes).
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator or sequence of numpy.random.Generator
+            As in :meth:`draw`.
+        n_steps : int
+            Steps to draw, ``1 ≤ n_steps ≤ max_steps``.
 
         Returns
         -------
@@ -848,11 +856,18 @@ class WishartBlockSampler:
             The factor as a matrix (diagonal for a 1-D ``factor``).
         c : numpy.ndarray, shape (R,)
             ``c_r / B``.
+
+        Raises
+        ------
+        ValueError
+            Unless every replica has the same batch size ``B < d``; for ``n_steps`` out of range.
         """
         if not self.points_only:
             raise ValueError("points needs one batch size B < d for every replica; use draw")
         n_steps = check_int("n_steps", n_steps, minimum=1, maximum=self.max_steps)
         streams = self._check_streams(rng)
+        if streams is None:  # draw takes these first from a single generator
+            self._variates(rng, None, n_steps)
         bsz = int(self.batch_sizes[0])
         x = _scratch(self._buffers(n_steps), "x", (self.n_replicas, n_steps, self.d, bsz), self.dtype)
         if streams is None:
