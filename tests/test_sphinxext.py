@@ -96,6 +96,30 @@ def test_a_confirmed_deviation_reads_as_one(tmp_path, monkeypatch, records):
     assert "✓ deviation confirmed" in html and "✓ holds" in html
 
 
+def test_a_condition_reads_in_words_not_as_true(tmp_path, monkeypatch, records):
+    """A ``Ledger.true`` claim without a measured number shows "holds" against "holds", never
+    Python's True; one with a count shows the count against the theorem's."""
+    records.true("ae-demo-cond", "Eq. 7", "the map is symmetric", True)
+    records.true("ae-demo-count", "Eq. 8", "two zero modes", True, measured=2, expected=2)
+    src = _project(
+        tmp_path,
+        """
+- {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page}
+- {paper: autoencoder, ref: "Eq. 7", statement: "symmetry", status: reproduced, page: book/demo/page}
+- {paper: autoencoder, ref: "Eq. 8", statement: "zero modes", status: reproduced, page: book/demo/page}
+""",
+    )
+    _build(src, tmp_path, monkeypatch)
+    html = (tmp_path / "out" / "report.html").read_text()
+    row = re.search(r'<tr[^>]*id="claim-ae-demo-cond".*?</tr>', html, re.S).group(0)
+    # each cell: its column label (for narrow screens), a line break, its value
+    cells = [re.sub(r"<[^>]+>", "", c).strip().split("\n")[-1] for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    assert cells[4:6] == ["holds", "holds"] and "True" not in cells, cells
+    row = re.search(r'<tr[^>]*id="claim-ae-demo-count".*?</tr>', html, re.S).group(0)
+    cells = [re.sub(r"<[^>]+>", "", c).strip().split("\n")[-1] for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    assert cells[4:6] == ["2", "2"], cells
+
+
 def test_unbacked_checked_row_is_a_warning(tmp_path, monkeypatch, records):
     src = _project(
         tmp_path,

@@ -222,6 +222,15 @@ def _ref_key(ref: str):
     return [int(p) if p.isdigit() else p.lower() for p in parts]
 
 
+def _shown(row, key) -> str:
+    """A report row's measured or expected value as the table shows it: a condition's truth value
+    (a ``Ledger.true`` claim without a measured number) in words, anything else by :func:`_fmt`."""
+    value = row.get(key)
+    if row.get("kind") == "true" and isinstance(value, bool):
+        return "holds" if value else "does not hold"
+    return _fmt(value)
+
+
 def _fmt(value) -> str:
     if value is None:
         return ""
@@ -382,8 +391,8 @@ def _resolve(app, doctree, fromdocname):
                     _claims.paper_ref(r["ref"]),
                     r["status"],
                     statement_node(statement),
-                    _fmt(r["measured"]),
-                    _fmt(r["expected"]),
+                    _shown(r, "measured"),
+                    _shown(r, "expected"),
                     error_text(r["tolerance"]),
                     verdict,
                     where,
