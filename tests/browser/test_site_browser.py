@@ -72,6 +72,32 @@ def test_the_column_is_widest_on_a_desktop(browser, base_url):
     assert widths[1920] >= widths[1400] > 600, widths
 
 
+SEARCH_JS = """() => ({
+  fields: [...document.querySelectorAll('.search-button-field, .search-button, .bd-search')]
+    .filter(e => e.offsetParent !== null && e.getBoundingClientRect().height > 0).length,
+  header: (() => { const h = document.querySelector('#pst-header');
+                   return h ? h.getBoundingClientRect().height : 0; })(),
+})"""
+
+
+def test_one_search_field_and_no_blank_top_bar_on_a_desktop(browser, base_url):
+    """At 960, 1400 and 1920 px the page shows one search field (the sidebar's), and no top bar
+    that holds only a second one or nothing; and the check itself sees the theme's bar."""
+    for w in (960, 1400, 1920):
+        context = browser.new_context(viewport={"width": w, "height": 900})
+        try:
+            page, _ = visit(context, f"{base_url}/book/intro.html")
+            got = page.evaluate(SEARCH_JS)
+            assert got == {"fields": 1, "header": 0}, (w, got)
+            if w == 1400:  # the theme's own layout: a 64 px bar with a second search field
+                page.add_style_tag(content="@media (min-width: 960px) { #pst-header { display: flex !important; } }")
+                got = page.evaluate(SEARCH_JS)
+                assert got["fields"] == 2 and got["header"] > 0, got
+            page.close()
+        finally:
+            context.close()
+
+
 @pytest.mark.parametrize("name", PAGES)
 def test_formulas_paint_no_background(report, name):
     """No formula has a painted background: inside a tinted theorem or exercise box an opaque one
