@@ -52,6 +52,21 @@ def _build(src: pathlib.Path, tmp_path: pathlib.Path, monkeypatch) -> tuple[list
     return json.loads((out / "claims.json").read_text()), warnings.getvalue()
 
 
+def _report_html(tmp_path, monkeypatch, rows) -> str:
+    """Build the demo project with the Lambert-law row and ``rows`` (``(ref, statement[, status])``,
+    status "reproduced" by default) in its inventory; return the report page's HTML."""
+    lines = [
+        '- {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page}'
+    ]
+    for ref, statement, *status in rows:
+        lines.append(
+            f'- {{paper: autoencoder, ref: "{ref}", statement: "{statement}", '
+            f"status: {status[0] if status else 'reproduced'}, page: book/demo/page}}"
+        )
+    _build(_project(tmp_path, "\n" + "\n".join(lines) + "\n"), tmp_path, monkeypatch)
+    return (tmp_path / "out" / "report.html").read_text()
+
+
 @pytest.fixture
 def records(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMBREAK_CLAIMS_DIR", str(tmp_path / "claims"))
@@ -101,16 +116,7 @@ def test_a_condition_reads_in_words_not_as_true(tmp_path, monkeypatch, records):
     Python's True; one with a count shows the count against the theorem's."""
     records.true("ae-demo-cond", "Eq. 7", "the map is symmetric", True)
     records.true("ae-demo-count", "Eq. 8", "two zero modes", True, measured=2, expected=2)
-    src = _project(
-        tmp_path,
-        """
-- {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page}
-- {paper: autoencoder, ref: "Eq. 7", statement: "symmetry", status: reproduced, page: book/demo/page}
-- {paper: autoencoder, ref: "Eq. 8", statement: "zero modes", status: reproduced, page: book/demo/page}
-""",
-    )
-    _build(src, tmp_path, monkeypatch)
-    html = (tmp_path / "out" / "report.html").read_text()
+    html = _report_html(tmp_path, monkeypatch, [("Eq. 7", "symmetry"), ("Eq. 8", "zero modes")])
     row = re.search(r'<tr[^>]*id="claim-ae-demo-cond".*?</tr>', html, re.S).group(0)
     # each cell: its column label (for narrow screens), a line break, its value
     cells = [re.sub(r"<[^>]+>", "", c).strip().split("\n")[-1] for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
@@ -190,16 +196,7 @@ def test_report_rows_filter_by_status_and_link_to_the_cell(tmp_path, monkeypatch
     _static/claims-report.js, reads them) and links to the cell of its page that records it: the
     cell gets an id from the claim's id, or from the literal start of an f-string id."""
     records.bound("ae-demo-fam-a", "Eq. 7", "a family", 0.5, upper=1.0, status="reproduced")
-    src = _project(
-        tmp_path,
-        """
-- {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page}
-- {paper: autoencoder, ref: "Eq. 7", statement: "a family", status: reproduced, page: book/demo/page}
-- {paper: autoencoder, ref: "Lemma B.3", statement: "a lemma", status: stated, page: book/demo/page}
-""",
-    )
-    _build(src, tmp_path, monkeypatch)
-    html = (tmp_path / "out" / "report.html").read_text()
+    html = _report_html(tmp_path, monkeypatch, [("Eq. 7", "a family"), ("Lemma B.3", "a lemma", "stated")])
     page = (tmp_path / "out" / "book" / "demo" / "page.html").read_text()
     row = re.search(r'<tr class="([^"]*)" id="claim-ae-demo-eq6">(.*?)</tr>', html, re.S)
     assert row, "the claim's row has no classes"
