@@ -27,7 +27,12 @@ def _scale(v, f={factor!r}):
 @_ft.wraps(_orig)
 def _distorted(*a, **k):
     return _scale(_orig(*a, **k))
-setattr(_mod, {name!r}, _distorted)
+import sys as _sys
+# the function may be re-exported (a chapter package re-exports its modules' names, the old module
+# paths re-export the packages'): distort every reference to it, so that internal callers see it too
+for _m in list(_sys.modules.values()):
+    if getattr(_m, "__name__", "").startswith("symbreak") and getattr(_m, {name!r}, None) is _orig:
+        setattr(_m, {name!r}, _distorted)
 """
 
 

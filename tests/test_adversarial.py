@@ -647,7 +647,7 @@ def test_gradient_flow_work_estimate_is_a_lower_bound(monkeypatch):
         nfev.append(n[0])
         return out
 
-    monkeypatch.setattr(ae, "solve_ivp_bounded", counting)
+    monkeypatch.setattr(ae.charge, "solve_ivp_bounded", counting)  # gradient_flow lives in ae.charge
     for horizon in (100.0, 300.0):
         W, U = ae.gradient_flow(W0, U0, lam, [0.0, horizon])
         assert np.all(np.isfinite(W)) and np.all(np.isfinite(U))

@@ -66,3 +66,15 @@ def test_no_constant_prints_a_long_value(api_build):
     assert values, "expected module constants with values on the API page"
     long = {name: value[:60] + "..." for name, value in values.items() if len(value) > 80}
     assert long == {}, f"constants that print values longer than 80 characters: {long}"
+
+
+def test_api_page_lists_every_chapter_module_as_the_packages_define_them():
+    """The chapter part of the API page is generated from the packages (tools/api_chapters.py): a
+    module or a public name added, moved or removed without regenerating the page fails here."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import api_chapters
+    finally:
+        sys.path.pop(0)
+    page = (ROOT / "book" / "api.md").read_text()
+    assert api_chapters.page_with_part(page) == page, "run: python tools/api_chapters.py --write"

@@ -210,7 +210,7 @@ def test_small_chunks_compiled_large_chunks_numpy_same_numbers(monkeypatch, dtyp
     larger one the batched NumPy products: replica r's trajectory is the same bit for bit either way
     (so the limit, today none, is a matter of speed only)."""
     assert ae._FUSED_MAX_REPLICAS >= 2**31 - 1  # today every chunk is compiled
-    monkeypatch.setattr(ae, "_FUSED_MAX_REPLICAS", 32)
+    monkeypatch.setattr(ae.sgd, "_FUSED_MAX_REPLICAS", 32)
     monkeypatch.setenv("SYMBREAK_THREADS", "1")  # one chunk: 40 replicas (NumPy) against 2 (compiled)
     lam = ae.geometric_spectrum(6)
     kw = dict(steps=200, record_every=50, seed=9, init="random", dtype=dtype, record_weights=True)

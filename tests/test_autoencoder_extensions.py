@@ -159,11 +159,11 @@ def test_explorer_runs_isolate_a_diverging_setting(monkeypatch):
             raise DivergenceError(7, 0, {"eta": 0.04}, float("inf"), 1e6)
         return real(lam, k, etas, *args, **kwargs)
 
-    monkeypatch.setattr(ae, "_run", run_that_diverges_at_eta_004)
+    monkeypatch.setattr(ae.explorer, "_run", run_that_diverges_at_eta_004)  # explorer_runs calls it there
     out = ae.explorer_runs([dict(eta=0.02), dict(eta=0.04)], max_steps=500, n_records=5, seeds=1, seed=3)
     assert out[0]["diverged"] is None and out[0]["scales"].shape == (6, 10)
     assert "step 7" in out[1]["diverged"] and out[1]["scales"].shape == (0, 10)
-    monkeypatch.setattr(ae, "_run", real)
+    monkeypatch.setattr(ae.explorer, "_run", real)
     np.testing.assert_array_equal(
         out[0]["scales"], ae.explorer_run(0.02, max_steps=500, n_records=5, seeds=1, seed=3)["scales"]
     )

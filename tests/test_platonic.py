@@ -261,9 +261,9 @@ def test_compiled_sgd_agrees_with_the_numpy_step(widths, batch, monkeypatch):
     lr = np.linspace(0.005, 0.012, r)
     wd = np.where(np.arange(r) % 3 == 0, 0.0, np.linspace(1e-3, 1e-2, r))
     kw = dict(lr=lr, batch_size=batch, steps=1500, seed=8, weight_decay=wd, lr_warmup=300, record_every=500)
-    monkeypatch.setattr(pl, "_COMPILED_SGD", True)
+    monkeypatch.setattr(pl.training, "_COMPILED_SGD", True)
     fast = pl.train_sgd(net, task, w0, **kw)
-    monkeypatch.setattr(pl, "_COMPILED_SGD", False)
+    monkeypatch.setattr(pl.training, "_COMPILED_SGD", False)
     ref = pl.train_sgd(net, task, w0, **kw)
     for a, b, b0 in zip(fast.weights, ref.weights, w0):
         assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
@@ -274,7 +274,7 @@ def test_compiled_sgd_agrees_with_the_numpy_step(widths, batch, monkeypatch):
     # 32) and 35 (of the partial second), stepped alone from their own streams, bit for bit
     from symbreak.engine import replica_streams
 
-    monkeypatch.setattr(pl, "_COMPILED_SGD", True)
+    monkeypatch.setattr(pl.training, "_COMPILED_SGD", True)
     mk = dict(lr=lr, wd=wd, lr_warmup=300, sgd=True, batch_size=batch)
     group = pl._PlatonicModel(np.arange(r), replica_streams(8, range(r)), net, task, w0, **mk)
     alone = [pl._PlatonicModel(np.array([j]), replica_streams(8, [j]), net, task, w0, **mk) for j in (5, 35)]
@@ -331,7 +331,7 @@ def test_compiled_sgd_reports_divergence(monkeypatch):
     and raises DivergenceError naming the replica and its learning rate, as the NumPy step does."""
     task, net, _ = pl.example_pair()
     w0 = pl.init_weights(net, 1, replicas=3)
-    monkeypatch.setattr(pl, "_COMPILED_SGD", True)
+    monkeypatch.setattr(pl.training, "_COMPILED_SGD", True)
     with pytest.raises(pl.DivergenceError, match=r"replica 1; lr=3,"):
         pl.train_sgd(net, task, w0, lr=np.array([0.01, 3.0, 0.01]), batch_size=4, steps=500, seed=1)
 

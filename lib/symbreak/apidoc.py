@@ -54,6 +54,32 @@ def _headings_to_rubrics(app, what, name, obj, options, lines):
         i += 1
 
 
+def _package_data_doc(app, what, name, obj, options, lines):
+    """A constant documented at a chapter package's path (``symbreak.autoencoder.EXPLORER_BOX``) is
+    defined, with its ``#:`` comment, in one of the package's modules: take the comment from there
+    (the package's ``__init__`` only re-exports it, and autodoc would otherwise show the docstring
+    of the value's type, e.g. ``dict``'s). ``:meta`` fields are left out."""
+    if what != "data":
+        return
+    import importlib
+    import pkgutil
+
+    from sphinx.pycode import ModuleAnalyzer
+
+    package, _, attr = name.rpartition(".")
+    try:
+        pkg = importlib.import_module(package)
+    except ImportError:
+        return
+    for info in pkgutil.iter_modules(getattr(pkg, "__path__", [])):
+        docs = ModuleAnalyzer.for_module(f"{package}.{info.name}").find_attr_docs()
+        found = docs.get(("", attr))
+        if found:
+            lines[:] = []
+            lines.extend(line for line in found if not line.strip().startswith(":meta"))
+            return
+
+
 def _configure(app, config):
     for key, value in _SETTINGS.items():
         setattr(config, key, value)
@@ -66,4 +92,5 @@ def setup(app):
         app.setup_extension(ext)
     app.connect("config-inited", _configure)
     app.connect("autodoc-process-docstring", _headings_to_rubrics)
+    app.connect("autodoc-process-docstring", _package_data_doc)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,312 @@
+"""The slow flow on GL(k), rotation included (the book's extension of P-App. C): the GL(k) drift and
+flow, the polar rotation, the charge noise and the SGD variants that test them.
+
+Pages: ``book/autoencoder/lambert.md``, ``book/autoencoder/sharpness-relu.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..rng import make_rng
+from ..validation import (
+    MAX_DRAWS,
+    MAX_STEPS,
+    check_array,
+    check_choice,
+    check_int,
+    check_invertible,
+    check_positive,
+    finite_result,
+)
+from ._common import DIVERGENCE_LIMIT, GL_FLOW_MAX_TAU, _spectrum, _undercomplete_k
+from .scale import lambert_scale
+
+__all__ = ["gl_flow_drift", "gl_flow", "polar_rotation", "charge_noise_std", "simulate_sgd_variants"]
+
+
+# --------------------------------------------------------------------------------------------
+# the slow flow on GL(k), rotation included (the book's extension of App. C)
+# --------------------------------------------------------------------------------------------
+def _gl_check(lambdas, k, A):
+    lam = _spectrum(lambdas)
+    k = _undercomplete_k(k, lam.size)
+    A = check_invertible("A", A, size=k)
+    if lam[k - 1] <= lam[k]:
+        raise ValueError(f"lambdas must have a spectral gap lambda_k > lambda_(k+1), got {lam[k - 1]!r} <= {lam[k]!r}")
+    return lam, k, A
+
+
+def _gl_drift(lam, k, A):
+    from scipy.linalg import solve_continuous_lyapunov
+
+    lp = np.diag(lam[:k])
+    Ai = np.linalg.inv(A)
+    M = Ai @ lp @ Ai.T
+    S = A.T @ A
+    eye = np.eye(k)
+    eww = np.zeros((k, k))
+    euu = np.zeros((k, k))
+    for lj in lam[k:]:
+        H = np.block([[M, -lj * eye], [-lj * eye, lj * S]])  # out-of-subspace block j (B.77)
+        sig = np.zeros((2 * k, 2 * k))
+        sig[:k, :k] = lj * M  # per-sample noise, decoder row j only
+        X = solve_continuous_lyapunov(H, sig)  # H X + X H = Σ_j
+        eww += X[:k, :k]
+        euu += lj * X[k:, k:]
+    gw = A @ euu  # E ∇_{W∥} L, second order in ξ
+    gu = eww @ Ai @ lp  # E ∇_{U∥} L, second order in ξ
+    # orthogonal projection of (gw, gu) on the tangent directions (X, −A⁻¹XA⁻¹)
+    mat = np.eye(k * k) + np.kron(np.linalg.inv(S), np.linalg.inv(A @ A.T))
+    x = np.linalg.solve(mat, (gw - Ai.T @ gu @ Ai.T).ravel(order="F")).reshape(k, k, order="F")
+    return -x
+
+
+def gl_flow_drift(lambdas, k: int, A) -> np.ndarray:
+    """Slow drift ``dA/dτ`` of the full ``GL(k)`` point ``(W, U) = (Pᵀ A, A⁻¹ P)``, Gaussian data.
+
+    *The book's extension of App. C, not in the paper.* The paper writes ``A = S^{1/2}``; SGD's
+    ``A = O S^{1/2}`` also carries a rotation ``O`` that leaves the charge ``Q = S − S⁻¹`` unchanged but
+    changes its drift ``A⁻¹ C A⁻ᵀ`` (A.26). In the limit ``η → 0`` on ``τ = t η²/B`` the point moves as
+    the gradient-flow projection ``Φ`` of SGD {Li, Wang and Arora's slow SDE}:
+    ``dΦ/dτ = ½ ∂²Φ[Σ₁] = −∂Φ · E_Ξ[∇L]``, where ``Σ₁`` is the per-sample gradient covariance (on the
+    manifold it lives in the decoder's out-of-subspace rows: ``λ_j A⁻¹Λ₊A⁻ᵀ`` for row ``j``),
+    ``Ξ = L_H⁻¹(Σ₁)`` solves the Lyapunov equation ``HΞ + ΞH = Σ₁`` in each out-of-subspace block
+    ``H_j = [[A⁻¹Λ₊A⁻ᵀ, −λ_j I], [−λ_j I, λ_j AᵀA]]`` (B.77), ``E_Ξ[∇L]`` is the second-order part of the
+    population gradient, ``(A E[U_⊥Λ₋U_⊥ᵀ], E[W_⊥ᵀW_⊥] A⁻¹Λ₊)`` in the within-subspace blocks, and
+    ``∂Φ`` is the orthogonal projection onto the tangent directions ``(X, −A⁻¹XA⁻¹)``.
+
+    The charge it implies reproduces Eq. 5 exactly, ``d(AᵀA − (AᵀA)⁻¹)/dτ = A⁻¹CA⁻ᵀ`` (tested).
+
+    Parameters
+    ----------
+    lambdas : array_like, shape (d,)
+        Eigenvalues of the diagonal ``Σ``, non-increasing, with ``λ_k > λ_{k+1}``.
+    k : int
+        Hidden width, ``1 ≤ k < d``.
+    A : array_like, shape (k, k)
+        Invertible.
+
+    Returns
+    -------
+    numpy.ndarray, shape (k, k)
+
+    Raises
+    ------
+    ValueError
+        If ``A`` is not an invertible ``k × k`` matrix, or the spectrum has no gap at ``k``.
+    """
+    lam, k, A = _gl_check(lambdas, k, A)
+    return _gl_drift(lam, k, A)
+
+
+def gl_flow(lambdas, k: int, A0, taus, *, rtol: float = 1e-8, atol: float = 1e-10) -> np.ndarray:
+    """Integrate :func:`gl_flow_drift` from ``A(0) = A0``; returns ``A(τ)``, shape ``(len(taus), k, k)``.
+
+    ``S = AᵀA`` and the rotation :func:`polar_rotation` ``O`` follow from it. Eq. 5 (with ``A = S^{1/2}``)
+    is exact exactly when ``Oᵀ C O = C`` along the flow: when ``S(0)`` commutes with ``C`` (then ``A``
+    stays symmetric) or when ``C ∝ I``.
+
+    Raises
+    ------
+    ValueError
+        On a bad ``A0`` (see :func:`gl_flow_drift`), or ``taus`` that are not non-decreasing, ``≥ 0``
+        and ``≤`` :data:`GL_FLOW_MAX_TAU`.
+    """
+    from scipy.integrate import solve_ivp
+
+    lam, k, A0 = _gl_check(lambdas, k, A0)
+    taus = check_array("taus", taus, ndim=1)
+    if taus.size == 0 or np.any(taus < 0) or np.any(np.diff(taus) < 0):
+        raise ValueError("taus must be a non-empty, non-decreasing array of slow times >= 0")
+    if taus[-1] > GL_FLOW_MAX_TAU:
+        raise ValueError(
+            f"taus reach {taus[-1]:.3g}, beyond the horizon {GL_FLOW_MAX_TAU:.0e} that gl_flow integrates "
+            "(a few seconds of work; S then grows like (2τC)^(1/2), see sqrt_scale)"
+        )
+    if taus[-1] == 0.0:  # nothing to integrate
+        return np.repeat(A0[None], taus.size, axis=0)
+    sol = solve_ivp(
+        lambda _t, a: _gl_drift(lam, k, a.reshape(k, k)).ravel(),
+        (0.0, float(taus[-1])),
+        A0.ravel(),
+        t_eval=taus,
+        method="DOP853",
+        rtol=rtol,
+        atol=atol,
+    )
+    if not sol.success:  # pragma: no cover
+        raise RuntimeError(f"gl_flow: integration failed: {sol.message}")
+    return sol.y.T.reshape(-1, k, k)
+
+
+def polar_rotation(A) -> np.ndarray:
+    """Orthogonal factor ``O`` of the polar decomposition ``A = O (AᵀA)^{1/2}`` (batched over leading axes)."""
+    A = check_array("A", A)  # TypeError for complex, bool, strings (asarray(dtype=float) cast them)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"A must be a finite square matrix (or a stack of them), got shape {A.shape}")
+    u, _, vt = np.linalg.svd(A)
+    return u @ vt
+
+
+def charge_noise_std(lambdas, k: int, eta: float, batch_size: int, taus, s0: float = 1.0) -> np.ndarray:
+    """Seed-to-seed standard deviation of the charge ``Q_11`` along the flow from ``S(0) = s0 I`` (C.36).
+
+    *The book's quantitative form of C.36.* On the PCA manifold one step adds
+    ``ΔQ_11 = (η²/(B² s_1)) ‖Σ_i x_{1i} x_{⊥i}‖²``; for Gaussian data its variance is
+    ``η⁴ V_B/(B⁴ s_1²)`` with ``V_B = λ_1² [2B(B+2) Σ_{j>k} λ_j² + 2B (Σ_{j>k} λ_j)²]``. A deviation
+    ``δQ_11`` relaxes at rate ``γ = c_1/(s_1² + 1)`` (``d(c_1/s_1)/dQ_11``), so on ``τ = tη²/B`` the
+    variance obeys ``dV/dτ = −2γV + η² V_B/(B³ s_1²)``, with ``s_1(τ)`` from Eq. 6. It is ``O(η²/B)``.
+
+    Returns
+    -------
+    numpy.ndarray, shape (len(taus),)
+        ``sqrt(V(τ))``.
+
+    Raises
+    ------
+    ValueError
+        On non-positive ``eta``, ``batch_size < 1``, ``s0 <= 0`` or bad ``taus``.
+    """
+    from scipy.integrate import solve_ivp
+
+    lam = _spectrum(lambdas)
+    k = _undercomplete_k(k, lam.size)
+    eta = check_positive("eta", eta)
+    b = check_int("batch_size", batch_size, minimum=1)
+    s0 = check_positive("s0", s0)
+    taus = check_array("taus", taus, ndim=1)
+    if taus.size == 0 or np.any(taus < 0) or np.any(np.diff(taus) < 0):
+        raise ValueError("taus must be a non-empty, non-decreasing array of slow times >= 0")
+    c1 = lam[0] * lam[k:].sum()
+    vb = lam[0] ** 2 * (2 * b * (b + 2) * np.sum(lam[k:] ** 2) + 2 * b * lam[k:].sum() ** 2)
+
+    src = vb / float(b) ** 3  # V is proportional to η²: integrate at η = 1, scale the result by η
+
+    def rhs(t, v):
+        s1 = lambert_scale(s0, c1, t)
+        return -2 * c1 / (s1 * s1 + 1) * v + src / (s1 * s1)
+
+    if taus[-1] == 0.0:
+        return np.zeros(taus.size)
+    sol = solve_ivp(rhs, (0.0, float(taus[-1])), [0.0], t_eval=taus, rtol=1e-8, atol=1e-14 * src)
+    with np.errstate(over="ignore"):
+        out = eta * np.sqrt(np.maximum(sol.y[0], 0.0))
+    return finite_result("charge_noise_std", out)
+
+
+def simulate_sgd_variants(
+    lambdas,
+    k: int,
+    eta: float,
+    batch_size: int,
+    steps: int,
+    *,
+    momentum: float = 0.0,
+    weight_decay: float = 0.0,
+    data: str = "gaussian",
+    seeds: int = 1,
+    n_records: int = 50,
+    seed=None,
+) -> SGDResult:
+    """SGD beyond the paper's assumptions: heavy-ball momentum, weight decay, non-Gaussian data.
+
+    A small, separate simulator (explicit samples, PCA initialisation ``S(0) = I``, seeds batched)
+    for the linear autoencoder: ``v ← β v + ∇L̂ + λ_wd θ``, ``θ ← θ − η v`` for ``θ = (W, U)``. With
+    ``data="scale-mixture"`` every point is ``x = r g``, ``g ~ N(0, diag λ)`` and ``r² ∈ {1/2, 3/2}``
+    with equal probability: the covariance is unchanged, ``x_∥`` and ``x_⊥`` stay uncorrelated but are
+    no longer independent, and ``C = E[r⁴] (Σ_{j>k}λ_j) Λ₊ = 1.25 C_Gauss``.
+
+    Returns
+    -------
+    SGDResult
+        With ``tau = steps η²/B`` (the plain-SGD slow time), ``S``, ``Q`` and ``loss``.
+
+    Raises
+    ------
+    ValueError
+        If ``momentum`` is not in ``[0, 1)``, ``weight_decay < 0``, ``data`` is not ``"gaussian"`` or
+        ``"scale-mixture"``, or another argument is out of range.
+    symbreak.engine.DivergenceError
+        If a replica diverges.
+    """
+    from ..engine import DivergenceError
+
+    lam = _spectrum(lambdas)
+    k = _undercomplete_k(k, lam.size)
+    eta = check_positive("eta", eta)
+    b = check_int("batch_size", batch_size, minimum=1, maximum=10**6)
+    steps = check_int("steps", steps, minimum=1, maximum=MAX_STEPS)
+    n = check_int("seeds", seeds, minimum=1, maximum=10**5)
+    n_records = check_int("n_records", n_records, minimum=1, maximum=10**6)
+    if steps * n * b > MAX_DRAWS:
+        raise ValueError(
+            f"steps × seeds × batch_size = {steps * n * b:.3g} samples exceeds {MAX_DRAWS:.3g}: "
+            "shorten the run or use fewer seeds"
+        )
+    if isinstance(momentum, bool) or not isinstance(momentum, (int, float, np.floating)) or not 0 <= momentum < 1:
+        raise ValueError(f"momentum must lie in [0, 1), got {momentum!r}")
+    if (
+        isinstance(weight_decay, bool)
+        or not isinstance(weight_decay, (int, float, np.floating))
+        or not (np.isfinite(weight_decay) and weight_decay >= 0)
+    ):
+        raise ValueError(f"weight_decay must be a finite number >= 0, got {weight_decay!r}")
+    data = check_choice("data", data, ("gaussian", "scale-mixture"))
+    d = lam.size
+    rng = make_rng(seed)
+    W = np.zeros((n, d, k))
+    W[:, :k, :] = np.eye(k)
+    U = np.swapaxes(W, 1, 2).copy()
+    vW, vU = np.zeros_like(W), np.zeros_like(U)
+    sq = np.sqrt(lam)[None, :, None]
+    rec = np.unique(np.round(np.linspace(0, steps, n_records + 1)).astype(np.int64))
+    S_rec, Q_rec, L_rec = [], [], []
+    eye = np.eye(d)
+
+    def record():
+        S_rec.append(np.einsum("nji,njl->nil", W, W))
+        Q_rec.append(S_rec[-1] - np.einsum("nij,nlj->nil", U, U))
+        E = np.einsum("nij,njl->nil", W, U) - eye
+        L_rec.append(0.5 * np.einsum("nij,j,nij->n", E, lam, E))
+
+    record()
+    for t in range(1, steps + 1):
+        X = rng.standard_normal((n, d, b)) * sq
+        if data == "scale-mixture":
+            X *= np.sqrt(np.where(rng.random((n, 1, b)) < 0.5, 0.5, 1.5))
+        G = (W @ U - eye) @ (X @ np.swapaxes(X, 1, 2)) / b  # (WU − I) Σ̂
+        gW = G @ np.swapaxes(U, 1, 2) + weight_decay * W
+        gU = np.swapaxes(W, 1, 2) @ G + weight_decay * U
+        vW = momentum * vW + gW
+        vU = momentum * vU + gU
+        W = W - eta * vW
+        U = U - eta * vU
+        if t in rec:
+            if not (np.all(np.isfinite(W)) and np.abs(W).max() < DIVERGENCE_LIMIT):
+                with np.errstate(invalid="ignore"):
+                    mag = np.abs(W).reshape(n, -1).max(axis=1)
+                bad = int(np.argmax(~(np.isfinite(mag) & (mag < DIVERGENCE_LIMIT))))
+                raise DivergenceError(
+                    t,
+                    bad,
+                    {"eta": eta, "batch_size": b, "momentum": momentum, "weight_decay": weight_decay},
+                    float(mag[bad]),
+                    DIVERGENCE_LIMIT,
+                )
+            record()
+    return SGDResult(
+        steps=rec,
+        tau=rec * eta**2 / b,
+        S=np.stack(S_rec, 1),
+        Q=np.stack(Q_rec, 1),
+        loss=np.stack(L_rec, 1),
+        eta=eta,
+        batch_size=b,
+        lambdas=lam,
+        k=k,
+    )
+
+
+# names from later modules of this package, imported last so that the import cycle resolves
+from .sgd import SGDResult  # noqa: E402

@@ -1,0 +1,56 @@
+"""Beyond the theorems: the knob model that joins the three chapters, and nonlinear networks on real data.
+
+The library behind the part *Beyond the theorems*:
+
+``symbreak.beyond.synthesis``
+    One mechanism, three outcomes: the Noether charge of a rescaling symmetry under label noise,
+    parameter noise and the edge of stability, in the smallest model that shows all three (the
+    part's first page). Also importable as ``symbreak.synthesis``.
+``symbreak.beyond.data``, ``symbreak.beyond.autoencoders``, ``symbreak.beyond.alignment``
+    Nonlinear autoencoders and multilayer perceptrons on scikit-learn's 8×8 digits (shipped inside
+    the package, nothing downloaded): what survives of the linear theories (the pages *Nonlinear
+    autoencoders on digits* and *Do two ReLU networks align?*). Also importable as
+    ``symbreak.nonlinear``.
+
+Two names exist in both halves with different models behind them (``lambert_scale``,
+``eos_ceiling``, ``hessian_lambda_max`` of the knob model, ``linear_cka`` and the other metrics of
+the digits' networks); this package's namespace holds the digits' metrics and leaves the knob
+model's functions to ``symbreak.beyond.synthesis``.
+"""
+
+from __future__ import annotations
+
+from ._common import ACTIVATIONS
+from .alignment import PairRun, init_mlp, kernel_alignment, linear_cka, mlp_hidden, mutual_knn, train_mlp_pair
+from .autoencoders import (
+    AERun,
+    ae_drift_terms,
+    ae_gradients,
+    ae_sharpness,
+    fit_lambert_rate,
+    init_autoencoder,
+    neuron_charges,
+    train_autoencoder,
+)
+from .data import load_digits_data, pca_theory
+
+__all__ = [
+    "ACTIVATIONS",
+    "load_digits_data",
+    "pca_theory",
+    "ae_gradients",
+    "init_autoencoder",
+    "neuron_charges",
+    "AERun",
+    "train_autoencoder",
+    "ae_sharpness",
+    "ae_drift_terms",
+    "fit_lambert_rate",
+    "kernel_alignment",
+    "linear_cka",
+    "mutual_knn",
+    "init_mlp",
+    "mlp_hidden",
+    "PairRun",
+    "train_mlp_pair",
+]

@@ -1,0 +1,491 @@
+"""One mechanism, three outcomes: the Noether charge of a rescaling symmetry under noisy training.
+
+The mathematics and the simulations of the synthesis page of the part *Beyond the theorems*. The
+model is the smallest one that shows all three outcomes of the book's chapters: a scalar input
+``x ~ N(0, λ)``, one hidden unit ``h = u x`` and an ``m``-dimensional output ``f(x) = w h``,
+trained on targets ``y = v x + ε`` with the per-sample loss ``ℓ = ½‖w u x − y‖²``. The rescaling
+``(w, u) ↦ (a w, u / a)`` leaves every loss unchanged, so the **charge**
+
+    Q = ‖w‖² − u²                                                           (S1)
+
+is conserved by gradient flow. One step ``w' = w − η g_w + ξ_w``, ``u' = u − η g_u + ξ_u`` with
+minibatch gradients ``g`` and optional parameter noise ``ξ`` changes it by
+
+    Q' − Q = η² (‖g_w‖² − g_u²) + (‖ξ_w‖² − ξ_u²) + cross terms linear in ξ        (S2)
+
+(exactly: the first-order terms cancel by the Noether identity ``wᵀg_w = u g_u``). Averaged over
+the minibatch and the noise, on the manifold of minima ``w u = v`` (write ``s = ‖w‖²``, so
+``u² = ‖v‖²/s``):
+
+    E[Q' − Q] = (η²/B) λ (‖v‖²/s · tr Σ_ε − s · v̂ᵀ Σ_ε v̂) + σ_p² (m − 1)         (S3)
+
+where ``Σ_ε`` is the label-noise covariance and ``σ_p²`` the variance of the parameter noise per
+coordinate. The *knob* is where the noise enters:
+
+* label noise with a component along the signal direction ``v̂`` (angle ``θ < π/2`` between the
+  noise and ``v̂``): the drift has a zero, the **balance point** ``s⋆ = ‖v‖ / cos θ`` (S4), and
+  ``Q`` relaxes to it (the Platonic chapter's entropic selection);
+* label noise orthogonal to ``v̂`` (``θ = π/2``): the drift is positive everywhere, ``s`` grows
+  along the Lambert-W law (S5) of the autoencoder chapter until the edge of stability stops it;
+* parameter (thermal) noise only: the loss-independent drift ``σ_p² (m − 1) = (σ_p²/2) ΔQ`` is half
+  the noise variance times the Laplacian of ``Q``; ``ΔQ`` is twice the divergence of the symmetry's
+  generator, the rate at which the symmetry flow changes the volume of the orbit (the DLN chapter's
+  entropy is, up to a constant, the log-volume of an orbit).
+
+Contents
+--------
+:class:`KnobModel`
+    The model's parameters (``λ, v, Σ_ε`` from the noise angle ``θ``).
+:func:`charge`, :func:`expected_charge_step`, :func:`slow_drift`, :func:`balance_scale`,
+:func:`relaxation_rate`, :func:`lambert_scale`, :func:`slow_scale`, :func:`eos_ceiling`,
+:func:`hessian_lambda_max`
+    Theory (S1)–(S7).
+:func:`simulate`
+    Vectorised ensembles of SGD / Langevin runs with exact minibatch statistics.
+
+Pages: ``book/beyond/autoencoders.md``, ``book/beyond/index.md``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.integrate import solve_ivp
+from scipy.special import wrightomega
+
+from ..engine import check_divergence, record_steps
+from ..rng import make_rng
+from ..validation import check_array, check_int, check_nonnegative, check_positive
+
+__all__ = [
+    "KnobModel",
+    "charge",
+    "expected_charge_step",
+    "slow_drift",
+    "balance_scale",
+    "balance_charge",
+    "relaxation_rate",
+    "lambert_scale",
+    "slow_scale",
+    "hessian_lambda_max",
+    "eos_ceiling",
+    "on_manifold_point",
+    "KnobRun",
+    "simulate",
+    "window_means",
+]
+
+#: A replica whose largest parameter exceeds this (or is not finite) has diverged.
+DIVERGENCE_LIMIT = 1e6
+
+
+@dataclass(frozen=True)
+class KnobModel:
+    """The knob model: ``x ~ N(0, λ)``, ``y = v x + ε``, ``f(x) = w u x`` with ``w ∈ R^m``.
+
+    Parameters
+    ----------
+    lam : float
+        Input variance ``λ > 0``.
+    sigma2 : float
+        Total label-noise variance ``tr Σ_ε ≥ 0``.
+    theta : float
+        Angle in ``[0, π/2]`` between the label noise and the signal direction ``v̂ = e_1``:
+        ``Σ_ε = σ² (cos²θ e_1e_1ᵀ + sin²θ e_2e_2ᵀ)``.
+    v_norm : float
+        ``‖v‖ > 0``; ``v = ‖v‖ e_1``.
+    m : int
+        Output dimension ``≥ 2``.
+    """
+
+    lam: float = 1.0
+    sigma2: float = 1.0
+    theta: float = 0.0
+    v_norm: float = 1.0
+    m: int = 2
+
+    def __post_init__(self):
+        check_positive("lam", self.lam)
+        check_nonnegative("sigma2", self.sigma2)
+        check_positive("v_norm", self.v_norm)
+        check_int("m", self.m, minimum=2)
+        t = check_nonnegative("theta", self.theta)
+        if t > np.pi / 2 + 1e-12:
+            raise ValueError(f"theta must lie in [0, pi/2], got {self.theta!r}")
+
+    @property
+    def v(self) -> np.ndarray:
+        """The target map ``v = ‖v‖ e_1``."""
+        out = np.zeros(self.m)
+        out[0] = self.v_norm
+        return out
+
+    @property
+    def sigma_eps(self) -> np.ndarray:
+        """Label-noise covariance ``Σ_ε``."""
+        out = np.zeros((self.m, self.m))
+        out[0, 0] = self.sigma2 * np.cos(self.theta) ** 2
+        out[1, 1] = self.sigma2 * np.sin(self.theta) ** 2
+        return out
+
+    @property
+    def sigma_par(self) -> float:
+        """Label-noise variance along the signal, ``v̂ᵀ Σ_ε v̂``."""
+        return float(self.sigma2 * np.cos(self.theta) ** 2)
+
+
+def _check_model(model) -> KnobModel:
+    if not isinstance(model, KnobModel):
+        raise TypeError(f"model must be a KnobModel, got {type(model).__name__}")
+    return model
+
+
+def _wu(model: KnobModel, w, u):
+    w = check_array("w", w)
+    u = check_array("u", u)
+    if w.shape[-1:] != (model.m,):
+        raise ValueError(f"w must have a last axis of length m = {model.m}, got shape {w.shape}")
+    if u.shape != w.shape[:-1]:
+        raise ValueError(f"u must have shape {w.shape[:-1]} (w without its last axis), got {u.shape}")
+    return w, u
+
+
+def charge(w, u) -> np.ndarray:
+    """The Noether charge ``Q = ‖w‖² − u²`` (S1), over leading batch axes."""
+    w = check_array("w", w)
+    u = check_array("u", u)
+    if w.ndim < 1 or u.shape != w.shape[:-1]:
+        raise ValueError(f"u must have the shape of w without its last axis, got w {w.shape}, u {u.shape}")
+    return np.sum(w * w, axis=-1) - u * u
+
+
+def expected_charge_step(model: KnobModel, w, u, *, eta: float, batch_size: int, sigma_p2: float = 0.0):
+    """Exact expected one-step change ``E[Q' − Q]`` at any point ``(w, u)`` (S2, averaged).
+
+    With ``z = a S_xx − S_εx`` (``a = w u − v``, ``S_xx = Σ x_b²/B``, ``S_εx = Σ ε_b x_b / B``) the
+    minibatch gradients are ``g_w = u z`` and ``g_u = wᵀz``, and
+    ``M = E[z zᵀ] = λ²(1 + 2/B) a aᵀ + λ Σ_ε / B``. Hence
+    ``E[Q' − Q] = η² (u² tr M − wᵀ M w) + σ_p² (m − 1)``.
+
+    Parameters
+    ----------
+    model : KnobModel
+    w : array_like, shape (..., m)
+    u : array_like, shape (...)
+    eta : float
+        Learning rate ``η > 0``.
+    batch_size : int
+        ``B ≥ 1``.
+    sigma_p2 : float
+        Variance of the parameter noise per coordinate and step, ``≥ 0``.
+    """
+    model = _check_model(model)
+    w, u = _wu(model, w, u)
+    eta = check_positive("eta", eta)
+    b = check_int("batch_size", batch_size, minimum=1)
+    sigma_p2 = check_nonnegative("sigma_p2", sigma_p2)
+    a = w * u[..., None] - model.v
+    k2 = model.lam**2 * (1.0 + 2.0 / b)
+    se = model.sigma_eps * (model.lam / b)
+    tr_m = k2 * np.sum(a * a, axis=-1) + np.trace(se)
+    wmw = k2 * np.sum(w * a, axis=-1) ** 2 + np.einsum("...i,ij,...j->...", w, se, w)
+    return eta**2 * (u * u * tr_m - wmw) + sigma_p2 * (model.m - 1)
+
+
+def slow_drift(model: KnobModel, s):
+    """Drift of the charge on the slow time ``τ = t η²/B`` on the manifold of minima (S3).
+
+    ``dQ/dτ = λ (‖v‖²/s · tr Σ_ε − s · v̂ᵀΣ_ε v̂)`` at decoder scale ``s = ‖w‖² > 0``.
+    """
+    model = _check_model(model)
+    s = np.asarray(s, dtype=float)
+    if not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError("s must contain only finite numbers > 0")
+    out = model.lam * (model.v_norm**2 / s * model.sigma2 - s * model.sigma_par)
+    return float(out) if out.ndim == 0 else out
+
+
+def balance_scale(model: KnobModel) -> float:
+    """The zero of the drift (S4): ``s⋆ = ‖v‖ sqrt(tr Σ_ε / v̂ᵀΣ_ε v̂) = ‖v‖ / cos θ``.
+
+    Returns ``inf`` when the noise has no component along the signal (``θ = π/2``): no balance point.
+
+    Raises
+    ------
+    ValueError
+        If there is no label noise (``σ² = 0``): then every point of the manifold is a zero.
+    """
+    model = _check_model(model)
+    if model.sigma2 == 0:
+        raise ValueError("sigma2 must be > 0 for a balance point: without label noise the drift vanishes identically")
+    if model.sigma_par <= 1e-15 * model.sigma2:
+        return float("inf")
+    return float(model.v_norm * np.sqrt(model.sigma2 / model.sigma_par))
+
+
+def balance_charge(model: KnobModel) -> float:
+    """Charge at the balance point, ``Q⋆ = s⋆ − ‖v‖²/s⋆`` (``inf`` when there is none)."""
+    s = balance_scale(model)
+    return float("inf") if np.isinf(s) else float(s - model.v_norm**2 / s)
+
+
+def relaxation_rate(model: KnobModel) -> float:
+    """Rate ``r`` of the approach ``Q − Q⋆ ∝ e^{−rτ}`` to the balance point on the slow time (S6).
+
+    Linearising ``ds/dτ = λ s (‖v‖² tr Σ_ε − s² v̂ᵀΣ_εv̂) / (s² + ‖v‖²)`` at ``s⋆`` gives
+    ``r = 2 λ v̂ᵀΣ_εv̂ · s⋆² / (s⋆² + ‖v‖²) = 2 λ σ² cos²θ / (1 + cos²θ)``; it vanishes as ``θ → π/2``.
+    """
+    s = balance_scale(model)
+    if np.isinf(s):
+        return 0.0
+    return float(2.0 * model.lam * model.sigma_par * s * s / (s * s + model.v_norm**2))
+
+
+def lambert_scale(s0, c, tau, v_norm: float = 1.0):
+    """Scale under the drift with no balance point (S5), the autoencoder chapter's Lambert-W law.
+
+    With ``θ = π/2``, ``dQ/dτ = c ‖v‖²/s`` and ``Q = s − ‖v‖²/s`` give
+    ``s²/2 + ‖v‖² log s = s0²/2 + ‖v‖² log s0 + c ‖v‖² τ``, i.e. with ``ρ = s/‖v‖``
+    ``ρ² = W[ρ0² exp(ρ0² + 2cτ)]`` (principal Lambert W, evaluated as the Wright omega function
+    of the log of its argument).
+
+    Parameters
+    ----------
+    s0 : array_like
+        Initial scale ``> 0``.
+    c : array_like
+        Rate ``c = λ tr Σ_ε ≥ 0``.
+    tau : array_like
+        Slow time ``≥ 0``.
+    v_norm : float
+        ``‖v‖ > 0``.
+    """
+    s0 = np.asarray(s0, dtype=float)
+    c = np.asarray(c, dtype=float)
+    tau = np.asarray(tau, dtype=float)
+    vn = check_positive("v_norm", v_norm)
+    for name, arr, zero_ok in (("s0", s0, False), ("c", c, True), ("tau", tau, True)):
+        if not np.all(np.isfinite(arr)) or np.any(arr < 0) or (not zero_ok and np.any(arr == 0)):
+            raise ValueError(f"{name} must contain only finite numbers {'>= 0' if zero_ok else '> 0'}")
+    rho0 = s0 / vn
+    z = np.asarray(2.0 * np.log(rho0) + rho0 * rho0 + 2.0 * c * tau, dtype=float)
+    w = np.asarray(np.real(wrightomega(z)), dtype=float)
+    w = w - (w + np.log(w) - z) * w / (w + 1.0)
+    s = vn * np.sqrt(w)
+    return float(s) if s.ndim == 0 else s
+
+
+def slow_scale(model: KnobModel, s0: float, taus) -> np.ndarray:
+    """Scale ``s(τ)`` on the manifold of minima under the slow drift (S3), for any ``θ``.
+
+    Integrates ``ds/dτ = (dQ/dτ) / (dQ/ds)`` with ``dQ/ds = 1 + ‖v‖²/s²`` (``solve_ivp``, rtol 1e-10).
+    For ``θ = π/2`` it equals :func:`lambert_scale` with ``c = λσ²``.
+    """
+    model = _check_model(model)
+    s0 = check_positive("s0", s0)
+    taus = check_array("taus", taus, ndim=1)
+    if taus.size == 0 or np.any(np.diff(taus) < 0) or taus[0] < 0:
+        raise ValueError("taus must be a non-empty, non-decreasing array of slow times >= 0")
+    vn2 = model.v_norm**2
+
+    def rhs(_t, y):
+        s = y[0]
+        return [slow_drift(model, s) / (1.0 + vn2 / (s * s))]
+
+    sol = solve_ivp(rhs, (0.0, float(taus[-1])), [s0], t_eval=taus, rtol=1e-10, atol=1e-12, method="LSODA")
+    if not sol.success:  # pragma: no cover - smooth scalar ODE
+        raise RuntimeError(f"slow_scale: integration failed: {sol.message}")
+    return sol.y[0]
+
+
+def hessian_lambda_max(model: KnobModel, s):
+    """Largest Hessian eigenvalue of the population loss on the manifold, ``λ (s + ‖v‖²/s)`` (S7).
+
+    At ``w u = v`` the Hessian is the Gauss–Newton matrix ``λ JᵀJ`` with ``J = [u I_m, w]``, whose
+    non-zero eigenvalues are those of ``J Jᵀ = u² I + w wᵀ``: ``u² + ‖w‖²`` and ``u²``.
+    """
+    model = _check_model(model)
+    s = np.asarray(s, dtype=float)
+    if not np.all(np.isfinite(s)) or np.any(s <= 0):
+        raise ValueError("s must contain only finite numbers > 0")
+    out = model.lam * (s + model.v_norm**2 / s)
+    return float(out) if out.ndim == 0 else out
+
+
+def eos_ceiling(model: KnobModel, eta: float, kappa: float = 2.0) -> float:
+    """Scale at which ``η λ_max = κ`` (edge of stability): the larger root of ``s + ‖v‖²/s = κ/(ηλ)``.
+
+    Raises
+    ------
+    ValueError
+        If ``κ/(ηλ) < 2‖v‖`` (no scale on the manifold is stable).
+    """
+    model = _check_model(model)
+    eta = check_positive("eta", eta)
+    kappa = check_positive("kappa", kappa)
+    kt = kappa / (eta * model.lam)
+    if kt < 2 * model.v_norm:
+        raise ValueError(
+            f"eta must be <= kappa / (2 lam |v|) = {kappa / (2 * model.lam * model.v_norm):.4g} "
+            f"for a stable scale to exist, got {eta}"
+        )
+    return float(0.5 * (kt + np.sqrt(kt * kt - 4 * model.v_norm**2)))
+
+
+def on_manifold_point(model: KnobModel, s: float, replicas: int = 1):
+    """The minimum ``w = sqrt(s) v̂``, ``u = ‖v‖/sqrt(s)`` with decoder scale ``s = ‖w‖²``, stacked."""
+    model = _check_model(model)
+    s = check_positive("s", s)
+    replicas = check_int("replicas", replicas, minimum=1)
+    w = np.zeros((replicas, model.m))
+    w[:, 0] = np.sqrt(s)
+    u = np.full(replicas, model.v_norm / np.sqrt(s))
+    return w, u
+
+
+@dataclass
+class KnobRun:
+    """Recorded ensemble: ``steps`` (T,), ``tau`` (T,) = steps η²/B, ``w`` (T, R, m), ``u`` (T, R),
+    and the realised per-step charge change averaged over the run, ``mean_dq`` (R,)."""
+
+    steps: np.ndarray
+    tau: np.ndarray
+    w: np.ndarray
+    u: np.ndarray
+    mean_dq: np.ndarray
+    mean_dq_expected: np.ndarray
+
+    @property
+    def q(self) -> np.ndarray:
+        """Charge ``Q`` (T, R)."""
+        return charge(self.w, self.u)
+
+    @property
+    def s(self) -> np.ndarray:
+        """Decoder scale ``s = ‖w‖²`` (T, R)."""
+        return np.sum(self.w**2, axis=-1)
+
+
+def simulate(
+    model: KnobModel,
+    w0,
+    u0,
+    *,
+    eta: float,
+    batch_size: int,
+    steps: int,
+    sigma_p2: float = 0.0,
+    record_every: int = 1,
+    seed=None,
+) -> KnobRun:
+    """SGD (and optionally Langevin parameter noise) on the knob model, as one vectorised ensemble.
+
+    Every step draws the minibatch's sufficient statistics exactly: ``B S_xx / λ ~ χ²_B`` and, given
+    ``S_xx``, ``S_εx ~ N(0, Σ_ε S_xx / B)``; the update is ``w ← w − η u z + ξ_w``,
+    ``u ← u − η wᵀz + ξ_u`` with ``z = (w u − v) S_xx − S_εx`` and ``ξ ~ N(0, σ_p² I)``.
+    Along the way it accumulates the realised charge change per step and the exact expectation
+    :func:`expected_charge_step` at the pre-step point, so the page can compare the two.
+
+    Parameters
+    ----------
+    model : KnobModel
+    w0 : array_like, shape (R, m)
+    u0 : array_like, shape (R,)
+    eta : float
+        Learning rate ``> 0``.
+    batch_size : int
+        ``B ≥ 1``.
+    steps : int
+        Number of steps ``≥ 1``.
+    sigma_p2 : float
+        Parameter-noise variance per coordinate and step (``2ηT`` for Langevin at temperature ``T``).
+    record_every : int
+        Record the state every so many steps (and at the last step).
+    seed : int, optional
+        Seed of the run (:func:`symbreak.rng.make_rng`).
+
+    Raises
+    ------
+    symbreak.engine.DivergenceError
+        If a replica's parameters leave every bounded region.
+    """
+    model = _check_model(model)
+    w = check_array("w0", w0, ndim=2).copy()
+    if w.shape[1] != model.m:
+        raise ValueError(f"w0 must have shape (R, {model.m}), got {w.shape}")
+    u = check_array("u0", u0, shape=(w.shape[0],)).copy()
+    eta = check_positive("eta", eta)
+    b = check_int("batch_size", batch_size, minimum=1)
+    steps = check_int("steps", steps, minimum=1)
+    sigma_p2 = check_nonnegative("sigma_p2", sigma_p2)
+    rec = record_steps(steps, record_every)
+    rng = make_rng(seed)
+    v = model.v
+    noise_sd = np.sqrt(np.diag(model.sigma_eps))
+    sp = np.sqrt(sigma_p2)
+    block = 256
+    with np.errstate(over="ignore", invalid="ignore"):  # a diverging replica is reported below, not warned
+        return _loop(model, w, u, v, eta, b, steps, sigma_p2, sp, rec, rng, noise_sd, block)
+
+
+def _loop(model, w, u, v, eta, b, steps, sigma_p2, sp, rec, rng, noise_sd, block):
+    r, m = w.shape
+    ws, us = np.empty((rec.size, r, m)), np.empty((rec.size, r))
+    sum_dq, sum_dq_exp = np.zeros(r), np.zeros(r)
+    k2 = model.lam**2 * (1.0 + 2.0 / b)
+    se_diag = np.diag(model.sigma_eps) * (model.lam / b)
+    tr_se = float(se_diag.sum())
+    j = 0
+    for t in range(steps + 1):
+        if t == rec[j]:
+            ws[j], us[j] = w, u
+            j += 1
+        if t == steps:
+            break
+        q_before = np.sum(w * w, axis=1) - u * u
+        a = w * u[:, None] - v
+        wa = np.sum(w * a, axis=1)
+        # expected_charge_step without re-validating the state every step
+        sum_dq_exp += eta**2 * (
+            u * u * (k2 * np.sum(a * a, axis=1) + tr_se) - k2 * wa * wa - np.sum(w * w * se_diag, axis=1)
+        ) + sigma_p2 * (m - 1)
+        if t % block == 0:  # draw the minibatch statistics of `block` steps at once
+            n_blk = min(block, steps - t)
+            sxx_blk = model.lam * rng.chisquare(b, size=(n_blk, r)) / b
+            sex_blk = rng.standard_normal((n_blk, r, m)) * noise_sd * np.sqrt(sxx_blk / b)[:, :, None]
+            par_blk = sp * rng.standard_normal((n_blk, r, m + 1)) if sp > 0 else None
+        sxx, sex = sxx_blk[t % block], sex_blk[t % block]
+        z = a * sxx[:, None] - sex
+        gw = u[:, None] * z
+        gu = np.sum(w * z, axis=1)
+        w -= eta * gw
+        u -= eta * gu
+        if sp > 0:
+            w += par_blk[t % block, :, :m]
+            u += par_blk[t % block, :, m]
+        sum_dq += np.sum(w * w, axis=1) - u * u - q_before
+        mag = np.maximum(np.max(np.abs(w), axis=1), np.abs(u))
+        if not (mag.max() <= DIVERGENCE_LIMIT):  # also catches NaN
+            check_divergence(mag, step=t + 1, limit=DIVERGENCE_LIMIT, params={"eta": eta, "batch_size": b})
+    return KnobRun(
+        steps=rec, tau=rec * eta**2 / b, w=ws, u=us, mean_dq=sum_dq / steps, mean_dq_expected=sum_dq_exp / steps
+    )
+
+
+def window_means(values, n_windows: int) -> np.ndarray:
+    """Means of ``values`` over ``n_windows`` consecutive, nearly equal windows of its first axis.
+
+    Used to compare a noisy ensemble trajectory with theory on a coarse grid: averaging each window
+    of records removes most of the sampling noise without hiding a systematic deviation.
+
+    Raises
+    ------
+    ValueError
+        If ``n_windows`` is not an integer in ``[1, len(values)]``.
+    """
+    arr = check_array("values", values)
+    if arr.ndim < 1:
+        raise ValueError("values must have at least one axis")
+    n = check_int("n_windows", n_windows, minimum=1, maximum=arr.shape[0])
+    return np.stack([c.mean(axis=0) for c in np.array_split(arr, n, axis=0)])
