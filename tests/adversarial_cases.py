@@ -495,7 +495,7 @@ BASE = {
         [0.02, 128, 2, 1.0, 0.0],
         {"max_steps": 200, "n_records": 2, "seeds": 1, "seed": 1},
     ),
-    "ae.explorer_runs": (  # the settings' values mutated one by one (bad settings lists: test_autoencoder_extensions)
+    "ae.explorer_runs": (  # the settings' values mutated one by one (bad settings lists: tests/autoencoder/test_explorer.py)
         lambda eta, nu, max_steps: ae.explorer_runs(
             [{"eta": eta, "k": 2}, {"eta": 0.04, "k": 2, "noncommuting": nu}],
             max_steps=max_steps,

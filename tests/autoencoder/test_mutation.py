@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from mutate import page_fails_with_distortion  # noqa: E402
 
 # charge_noise_std is not listed: the page compares it with a standard deviation over 8 seeds in quick

@@ -1,4 +1,4 @@
-"""Tests for symbreak.synthesis: the knob model's charge, drift, balance point and simulation."""
+"""Tests of ``symbreak.beyond.synthesis`` (moved from test_synthesis.py)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,14 @@
-"""Tests of the referee additions to symbreak.dln: the pair-force asymmetry (Sec. 6.2), the
-scale-and-ratio reduction (Sec. 7.2) and the mean-field functional (Sec. 8.3)."""
+"""Tests of ``symbreak.dln.pairs`` (moved from test_dln_referee.py)."""
 
 import math
 
 import mpmath as mp
 import numpy as np
 import pytest
-from scipy.integrate import solve_ivp
 
 from symbreak import dln
 
-
-def _r_mp(a, b, N):
-    a, b = mp.mpf(a), mp.mpf(b)
-    return a / (a**2 - b**2) - a ** (mp.mpf(2) / N - 1) / (N * (a ** (mp.mpf(2) / N) - b ** (mp.mpf(2) / N)))
+from .helpers import _r_mp
 
 
 @pytest.mark.parametrize("N", [2, 3, 5, 12])
@@ -58,25 +53,6 @@ def test_phi_pair_limit_and_literal(N):
     np.testing.assert_allclose(dln.phi_pair(a, b, N), lit, rtol=1e-12)
 
 
-@pytest.mark.parametrize("sig0", [[2.0, 1.0], [2.5, 1.2, 0.4]])
-def test_scale_ratio_reduction_reproduces_chamber_flow(sig0):
-    N, p, beta = 3, 2.0, 1.0
-    sig0 = np.array(sig0)
-    lam = sig0 ** (1 / N)
-    t = np.linspace(0.0, 2.0, 21)
-
-    def rhs(_t, y):
-        ud, sd = dln.scale_ratio_velocity(y[:-1], y[-1], N=N, p=p, beta=beta)
-        return np.append(ud, sd)
-
-    sol = solve_ivp(
-        rhs, (0, 2.0), np.append(lam[:-1] / lam[-1], lam[-1]), method="DOP853", rtol=1e-12, atol=1e-14, t_eval=t
-    )
-    lam_t = np.column_stack([sol.y[:-1].T * sol.y[-1][:, None], sol.y[-1]])
-    full = dln.singular_value_flow(sig0, t, N=N, beta=beta, p=p, rtol=1e-12)
-    assert np.abs(lam_t**N / full - 1).max() < 1e-9
-
-
 def test_scale_ratio_diagonal_is_invariant():
     ud, sd = dln.scale_ratio_velocity([1.0, 1.0], 0.7, N=4, p=1.5, beta=0.5)
     assert np.all(ud == 0.0)
@@ -117,27 +93,6 @@ def test_mean_field_free_energy_dirac_and_validation():
         dln.mean_field_free_energy([1.0, 2.0], [1.0], N=N, p=p, beta0=beta0)
     with pytest.raises(ValueError, match="beta0"):
         dln.mean_field_free_energy([1.0], [1.0], N=N, p=p, beta0=-1.0)
-
-
-def test_factor_gradients_match_finite_differences():
-    rng = np.random.default_rng(3)
-    Ws = [rng.standard_normal((3, 3)) for _ in range(3)]
-    target = rng.standard_normal((3, 3))
-    mask = rng.uniform(size=(3, 3)) < 0.6
-
-    def energy(Ws_):
-        return 0.5 * np.sum((mask * (dln.end_to_end(Ws_) - target)) ** 2)
-
-    G = dln.factor_gradients(Ws, mask * (dln.end_to_end(Ws) - target))
-    h = 1e-6
-    for k in range(3):
-        for i in range(3):
-            for j in range(3):
-                up = [W.copy() for W in Ws]
-                dn = [W.copy() for W in Ws]
-                up[k][i, j] += h
-                dn[k][i, j] -= h
-                assert (energy(up) - energy(dn)) / (2 * h) == pytest.approx(G[k][i, j], rel=1e-6, abs=1e-8)
 
 
 def test_factor_gradients_validation():

@@ -1,0 +1,111 @@
+"""Tests of ``symbreak.autoencoder.sgd`` (moved from test_autoencoder.py, test_autoencoder_edge.py)."""
+
+import numpy as np
+import pytest
+
+from symbreak import autoencoder as ae
+from symbreak.engine import WishartBlockSampler
+from symbreak.rng import make_rng
+
+from .helpers import LAM6
+
+
+def test_float32_gives_the_same_curves():
+    lam = ae.geometric_spectrum(20)
+    kw = dict(seeds=2, record_every=5_000, seed=13)
+    a = ae.simulate_sgd(lam, 10, 0.02, 128, 40_000, **kw).scales.mean(0)
+    b = ae.simulate_sgd(lam, 10, 0.02, 128, 40_000, dtype=np.float32, **kw).scales.mean(0)
+    assert np.max(np.abs(b / a - 1)) < 0.01
+
+
+def test_expansive_autoencoder_learns_identity_and_keeps_its_charge():
+    lam = ae.geometric_spectrum(20)
+    res = ae.simulate_sgd(lam, 40, 0.003, 48, 30_000, seeds=2, record_every=5_000, init="random", seed=3)
+    assert res.loss[:, -1].max() < 1e-12  # exact reconstruction: no residual, no noise
+    assert np.abs(res.q[:, -1] - res.q[:, 3]).max() < 1e-6  # q frozen once learned
+    assert np.abs(res.q[:, -1]).max() < 0.2
+    con = ae.simulate_sgd(lam, 10, 0.003, 48, 30_000, seeds=2, record_every=5_000, init="random", seed=3)
+    assert np.all(con.q[:, -1] - con.q[:, 3] > 0.5)  # the contractive one keeps drifting decoder-heavy
+
+
+# ------------------------------------------------------------------ input validation
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: ae.growth_rates(LAM6, 6), "k"),
+        (lambda: ae.pca_hessian_eigenvalues(LAM6, 7, 1.0), "k"),
+        (lambda: ae.modified_batch_sharpness(LAM6, 6, 1.0, 4), "k"),
+        (lambda: ae.growth_rates(LAM6[::-1], 2), "lambdas"),
+        (lambda: ae.growth_rates(np.array([1.0, 0.0, -1.0]), 1), "lambdas"),
+        (lambda: ae.pca_hessian_eigenvalues(LAM6, 2, [1.0, -1.0]), "s"),
+        (lambda: ae.pca_hessian_eigenvalues(LAM6, 2, [1.0, 0.0]), "s"),
+        (lambda: ae.modified_batch_sharpness(LAM6, 2, 1.0, 0), "batch_size"),
+        (lambda: ae.lambert_scale(0.0, 1.0, 1.0), "s0"),
+        (lambda: ae.lambert_scale(1.0, -1.0, 1.0), "c"),
+        (lambda: ae.lambert_scale(1.0, 1.0, -1.0), "tau"),
+        (lambda: ae.eos_ceiling(0.0, 12.0), "eta"),
+        (lambda: ae.eos_ceiling(-0.01, 12.0), "eta"),
+        (lambda: ae.eos_ceiling(0.01, 0.0), "lambda1"),
+        (lambda: ae.eos_ceiling(0.1, 12.0), "kappa_tilde"),
+        (lambda: ae.simulate_sgd(LAM6, 2, 0.0, 8, 10), "eta"),
+        (lambda: ae.simulate_sgd(LAM6, 2, -0.1, 8, 10), "eta"),
+        (lambda: ae.simulate_sgd(LAM6, 2, 0.01, 0, 10), "batch_size"),
+        (lambda: ae.simulate_sgd(LAM6[::-1], 2, 0.01, 8, 10), "lambdas"),
+        (lambda: ae.simulate_sgd(LAM6, 2, 0.01, 8, 10, activation="relu"), "sampler"),
+        (lambda: ae.simulate_sgd(LAM6, 2, 0.01, 8, 10, activation="tanh"), "activation"),
+        (lambda: ae.simulate_sgd(LAM6, 6, 0.01, 8, 10, init="pca"), "k"),
+        (lambda: ae.simulate_sgd(LAM6, 2, 0.01, 8, 10, dtype=np.float16), "dtype"),
+        (lambda: ae.simulate_sgd_grid(LAM6, 2, [0.01, 0.02], [8], 0.1), "batch_sizes"),
+        (lambda: ae.scale_flow(-np.eye(2), np.eye(2), [0.0, 1.0]), "S0"),
+    ],
+)
+def test_bad_input_raises_value_error_naming_the_parameter(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
+
+
+@pytest.mark.parametrize("group", [16, 2])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fused_compiled_step_is_the_numpy_step_bit_for_bit(dtype, group, monkeypatch):
+    """The compiled linear-autoencoder step (each block's ηΣ̂ by the Bartlett kernel, then the
+    update, a group of replicas at a time) gives the NumPy path's numbers exactly: the sampler's Σ̂
+    then ``_LinearStepper``'s BLAS products; with one group, and with groups of 2 of the 3 replicas."""
+    monkeypatch.setattr(ae._FusedLinearStepper, "GROUP", group)
+    from symbreak.engine import replica_streams
+
+    d, k, m = 6, 3, 10
+    lam = ae.geometric_spectrum(d)
+    kw = dict(scale=[0.02, 0.05, 0.01], dtype=dtype, max_steps=m)
+    a = WishartBlockSampler(np.sqrt(lam), np.array([6, 17, 128]), **kw)
+    b = WishartBlockSampler(np.sqrt(lam), np.array([6, 17, 128]), **kw)
+    V0 = (0.5 * np.random.default_rng(0).standard_normal((3, 2 * k, d))).astype(dtype)
+    ref, fused = ae._LinearStepper(V0.copy(), k), ae._FusedLinearStepper(V0.copy(), k)
+    sa, sb = replica_streams(5, range(3)), replica_streams(5, range(3))
+    for _ in range(3):
+        sig = a.draw(sa, m)
+        for t in range(m):
+            ref.step(sig[t])
+        var = b.variates(sb, m)
+        fused.steps(var, 0, 4)
+        fused.steps(var, 4, m)
+    assert np.array_equal(fused.V, ref.V) and fused.V.dtype == dtype
+    assert not np.array_equal(fused.V, V0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_small_chunks_compiled_large_chunks_numpy_same_numbers(monkeypatch, dtype):
+    """With a limit of 32 replicas for the compiled steps, a chunk below it takes compiled steps, a
+    larger one the batched NumPy products: replica r's trajectory is the same bit for bit either way
+    (so the limit, today none, is a matter of speed only)."""
+    assert ae._FUSED_MAX_REPLICAS >= 2**31 - 1  # today every chunk is compiled
+    monkeypatch.setattr(ae.sgd, "_FUSED_MAX_REPLICAS", 32)
+    monkeypatch.setenv("SYMBREAK_THREADS", "1")  # one chunk: 40 replicas (NumPy) against 2 (compiled)
+    lam = ae.geometric_spectrum(6)
+    kw = dict(steps=200, record_every=50, seed=9, init="random", dtype=dtype, record_weights=True)
+    big = ae.simulate_sgd(lam, 3, 0.02, 8, seeds=40, **kw)
+    small = ae.simulate_sgd(lam, 3, 0.02, 8, seeds=2, **kw)
+    assert np.array_equal(big.W[:2], small.W) and np.array_equal(big.U[:2], small.U)
+    init = [lambda s: (np.eye(6, 3), np.eye(3, 6))] * 40
+    args = (lam, 3, np.full(40, 0.01), np.full(40, 8), init, np.float64, False)
+    assert not ae._LinearModel(np.arange(40), [make_rng(i) for i in range(40)], *args).fused
+    assert ae._LinearModel(np.arange(31), [make_rng(i) for i in range(31)], *args).fused

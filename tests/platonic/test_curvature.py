@@ -1,0 +1,46 @@
+"""Tests of ``symbreak.platonic.curvature`` (moved from test_platonic.py)."""
+
+import time
+
+import numpy as np
+import pytest
+
+from symbreak import platonic as pl
+
+
+def test_gradient_flow_conserves_charges_and_reaches_a_minimum(small_pair):
+    task, net_a, *_ = small_pair
+    w0 = pl.init_weights(net_a, 3, replicas=2)
+    res = pl.gradient_flow(net_a, task, w0, t_end=40.0, n_records=4)
+    assert res.params["method"] == "flow" and res.steps[-1] == pytest.approx(40.0)
+    assert np.all(res.loss[-1] - np.trace(task.sigma_eps) < 1e-8)
+    for c0, c1 in zip(pl.noether_charges(w0), pl.noether_charges(res.weights)):
+        assert np.abs(c1 - c0).max() < 1e-5 * np.abs(c0).max()
+    with pytest.raises(ValueError, match="t_end"):
+        pl.gradient_flow(net_a, task, w0, t_end=0.0)
+    for huge in (1.01e10, 1e20, 1e300):  # refused at once, not after ~15 s of solver work
+        cpu = time.process_time()
+        with pytest.raises(ValueError, match=r"t_end must lie in \(0, 1e\+10\]"):
+            pl.gradient_flow(net_a, task, w0, t_end=huge)
+        assert time.process_time() - cpu < 0.5
+    with pytest.raises(ValueError, match="n_records"):
+        pl.gradient_flow(net_a, task, w0, t_end=1.0, n_records=0)
+    with pytest.raises(ValueError, match="rtol"):
+        pl.gradient_flow(net_a, task, w0, t_end=1.0, rtol=-1.0)
+
+
+def test_loss_hessian_and_trace_identity():
+    task, net_a, _ = pl.example_pair()
+    iso = task.with_noise(0.7 * np.eye(task.m))
+    w = pl.platonic_minimum(net_a, iso, seed=0)
+    h = pl.loss_hessian(net_a, iso, w)
+    assert np.allclose(h, h.T)
+    lam, tr = pl.sharpness_and_trace(net_a, iso, w)
+    assert lam == pytest.approx(pl.sharpness(net_a, iso, w), rel=1e-6)
+    assert tr == pytest.approx(pl.hessian_trace_at_minimum(net_a, iso, w), rel=1e-6)
+    # S = 2 σ² tr H at a global minimum with isotropic noise
+    assert pl.entropy_term(net_a, iso, w) == pytest.approx(2 * 0.7 * tr, rel=1e-6)
+    with pytest.raises(ValueError, match="unstacked"):
+        pl.loss_hessian(net_a, iso, [a[None] for a in w])
+    with pytest.raises(ValueError, match="step"):
+        pl.loss_hessian(net_a, iso, w, step=0.0)

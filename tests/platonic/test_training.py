@@ -1,0 +1,169 @@
+"""Tests of ``symbreak.platonic.training`` (moved from test_platonic.py)."""
+
+import numpy as np
+import pytest
+
+from symbreak import platonic as pl
+
+from .helpers import _all_pairs
+
+
+@pytest.mark.parametrize("widths", [(4,), (5, 6), (6, 4, 7, 5)], ids=["depth2", "depth3", "depth5"])
+@pytest.mark.parametrize("batch", [4, 16], ids=["points", "bartlett"])
+def test_compiled_sgd_agrees_with_the_numpy_step(widths, batch, monkeypatch):
+    """The compiled SGD step (replicas in SIMD lanes, products summed in loops) against the batched
+    NumPy step it replaces: the same update, so the same trajectories up to the order of each small
+    product's sums. 37 replicas (a full group of 32 and a partial one), per-replica learning rates
+    and weight decays (zero for some), the learning-rate warm-up, 1,500 steps. Measured: relative
+    differences of a few 1e-15; the tolerance 1e-12 allows rounding to grow 100-fold, far below any
+    change of the update (one step of lr 0.01 moves the weights by ~1e-3 relative)."""
+    task = pl.random_task(5, n=4, m=5, noise=0.5)
+    net = pl.random_edln(6, 4, 5, widths, cond=2.0)
+    r = 37
+    w0 = pl.init_weights(net, 7, replicas=r)
+    lr = np.linspace(0.005, 0.012, r)
+    wd = np.where(np.arange(r) % 3 == 0, 0.0, np.linspace(1e-3, 1e-2, r))
+    kw = dict(lr=lr, batch_size=batch, steps=1500, seed=8, weight_decay=wd, lr_warmup=300, record_every=500)
+    monkeypatch.setattr(pl.training, "_COMPILED_SGD", True)
+    fast = pl.train_sgd(net, task, w0, **kw)
+    monkeypatch.setattr(pl.training, "_COMPILED_SGD", False)
+    ref = pl.train_sgd(net, task, w0, **kw)
+    for a, b, b0 in zip(fast.weights, ref.weights, w0):
+        assert np.abs(a - b).max() <= 1e-12 * np.abs(b).max()
+        assert np.abs(b - b0).max() > 1e-3 * np.abs(b).max()  # the runs did move
+    assert np.allclose(fast.kernels, ref.kernels, rtol=1e-12, atol=1e-14)
+    assert np.allclose(fast.loss, ref.loss, rtol=1e-12, atol=1e-14)
+    # a replica's numbers do not depend on its group: replicas 5 (a lane of the full first group of
+    # 32) and 35 (of the partial second), stepped alone from their own streams, bit for bit
+    from symbreak.engine import replica_streams
+
+    monkeypatch.setattr(pl.training, "_COMPILED_SGD", True)
+    mk = dict(lr=lr, wd=wd, lr_warmup=300, sgd=True, batch_size=batch)
+    group = pl._PlatonicModel(np.arange(r), replica_streams(8, range(r)), net, task, w0, **mk)
+    alone = [pl._PlatonicModel(np.array([j]), replica_streams(8, [j]), net, task, w0, **mk) for j in (5, 35)]
+    for block in range(8):
+        for model in [group] + alone:
+            model.steps(model.draw(64), 0, 64, 64 * block)
+    assert np.array_equal(group.flat[5], alone[0].flat[0]) and np.array_equal(group.flat[35], alone[1].flat[0])
+
+
+@pytest.mark.parametrize("batch", [4, 16], ids=["points", "bartlett"])
+def test_float32_sgd_follows_float64_on_the_same_draws(batch):
+    """train_sgd(dtype=float32) draws float32 minibatches (other random numbers than float64's), so
+    the two runs differ; fed the same (float32) draws, the float64 step and the float32 step follow
+    each other to float32 rounding: measured ~5e-6 relative after 1,920 steps (tolerance 1e-4)."""
+    from symbreak.engine import replica_streams
+
+    task, net_a, _ = pl.example_pair()
+    r = 40
+    w0 = pl.init_weights(net_a, 1, replicas=r)
+    kw = dict(lr=np.full(r, 0.01), wd=np.full(r, 1e-3), lr_warmup=300, sgd=True, batch_size=batch)
+    m32 = pl._PlatonicModel(np.arange(r), replica_streams(3, range(r)), net_a, task, w0, dtype=np.float32, **kw)
+    m64 = pl._PlatonicModel(np.arange(r), replica_streams(3, range(r)), net_a, task, w0, **kw)
+    for block in range(30):
+        noise = m32.draw(64)
+        m32.steps(noise, 0, 64, 64 * block)
+        cast = tuple(a.astype(np.float64) for a in noise) if isinstance(noise, tuple) else noise.astype(np.float64)
+        m64.steps(cast, 0, 64, 64 * block)
+    assert m32.flat.dtype == np.float32
+    for a, b, b0 in zip(m32.w, m64.w, w0):
+        assert np.abs(a - b).max() <= 1e-4 * np.abs(b).max()
+        assert np.abs(b - b0).max() > 1e-2 * np.abs(b).max()  # the runs did move
+
+
+def test_float32_sgd_end_to_end():
+    """train_sgd(dtype=float32): float32 weights, float64 records, the same numbers for the same seed
+    whatever the chunking, a loss near float64's (both at the noise floor tr Σε after the warm-up:
+    means over 32 replicas within 2%), and a ValueError naming dtype for anything but float32/64."""
+    task, net_a, _ = pl.example_pair()
+    w0 = pl.init_weights(net_a, 2, replicas=32)
+    kw = dict(lr=0.01, batch_size=4, steps=6000, seed=3, lr_warmup=1000, record_every=2000)
+    a = pl.train_sgd(net_a, task, w0, dtype=np.float32, **kw)
+    b = pl.train_sgd(net_a, task, w0, dtype="float32", n_chunks=2, **kw)
+    c = pl.train_sgd(net_a, task, w0, **kw)
+    assert a.weights[0].dtype == np.float32 and a.kernels.dtype == np.float64
+    assert all(np.array_equal(x, y) for x, y in zip(a.weights, b.weights))
+    assert abs(a.loss[-1].mean() / c.loss[-1].mean() - 1) < 0.02
+    for bad in (np.float16, np.int64, "double precision", 3):
+        with pytest.raises(ValueError, match="dtype"):
+            pl.train_sgd(net_a, task, w0, dtype=bad, **kw)
+
+
+def test_entropic_loss_reaches_platonic_alignment(small_pair):
+    """Gradient descent on L + γS (γ annealed 0.02 → 2e-4, the η → 0⁺ objective) aligns every
+    hidden layer of both networks with each other and with K⋆ (quick-mode sizes)."""
+    task, net_a, net_b, wa, wb = small_pair
+    kw = dict(lr=0.04, steps=4000, gamma=0.02, gamma_warmup=300, gamma_final=2e-4, lr_warmup=300, record_every=4000)
+    ra, rb = pl.train_gd(net_a, task, wa, **kw), pl.train_gd(net_b, task, wb, **kw)
+    al = _all_pairs(task, ra.kernels[-1], rb.kernels[-1])
+    assert al.min() >= 0.9995  # measured 0.99985
+    assert np.all(np.abs(ra.loss[-1] - np.trace(task.sigma_eps)) < 1e-3)
+    assert np.all(np.abs(rb.loss[-1] - np.trace(task.sigma_eps)) < 1e-3)
+
+
+def test_sgd_reaches_platonic_alignment_and_gd_does_not(small_pair):
+    """Online SGD with label noise (η = 0.03, B = 8, 10⁴ steps, kernels averaged over the last
+    30 % of the run) aligns all layers; plain GD from the same initialisations does not."""
+    task, net_a, net_b, wa, wb = small_pair
+    kw = dict(lr=0.03, batch_size=8, steps=10_000, lr_warmup=300, record_every=200)
+    ra = pl.train_sgd(net_a, task, wa, seed=96, **kw)
+    rb = pl.train_sgd(net_b, task, wb, seed=97, **kw)
+    al = _all_pairs(task, ra.window_kernels(0.3), rb.window_kernels(0.3))
+    assert al.min() >= 0.995  # measured 0.998
+    # the same initialisations under plain gradient descent keep their imbalance
+    gd = dict(lr=0.03, steps=4000, lr_warmup=300, record_every=4000)
+    ga, gb = pl.train_gd(net_a, task, wa, **gd), pl.train_gd(net_b, task, wb, **gd)
+    assert np.all(np.abs(ga.loss[-1] - np.trace(task.sigma_eps)) < 1e-6)  # GD did converge
+    assert np.all(np.abs(gb.loss[-1] - np.trace(task.sigma_eps)) < 1e-6)
+    gd_al = _all_pairs(task, ga.kernels[-1], gb.kernels[-1])
+    assert gd_al.mean() < 0.85  # measured 0.82
+    assert gd_al.min() < 0.6  # measured 0.52
+    # the clean control: gradient flow (no learning rate, charges conserved)
+    fa = pl.gradient_flow(net_a, task, wa, t_end=60.0, n_records=1)
+    fb = pl.gradient_flow(net_b, task, wb, t_end=60.0, n_records=1)
+    flow_al = _all_pairs(task, fa.kernels[-1], fb.kernels[-1])
+    assert flow_al.mean() < 0.85  # measured 0.81
+    assert np.all(np.abs(fb.loss[-1] - np.trace(task.sigma_eps)) < 1e-8)
+
+
+def test_no_label_noise_selects_nothing(small_pair):
+    """Without label noise S vanishes on the minima: SGD ends where gradient descent ends."""
+    task, net_a, _, wa, _ = small_pair
+    quiet = task.with_noise(np.zeros((3, 3)))
+    r = pl.train_sgd(net_a, quiet, wa, lr=0.01, batch_size=4, steps=4000, seed=98, lr_warmup=500, record_every=4000)
+    assert np.all(r.entropy[-1] < 1e-6 * r.entropy[0])
+    g = pl.train_gd(net_a, quiet, wa, lr=0.01, steps=4000, lr_warmup=500, record_every=4000)
+    kstar = task.platonic_kernel()
+    a_sgd = pl.kernel_alignment(r.kernels[-1], kstar)
+    a_gd = pl.kernel_alignment(g.kernels[-1], kstar)
+    assert np.all(np.abs(a_sgd - a_gd) < 0.05)
+    assert a_sgd.mean() < 0.95
+
+
+def test_divergence_is_reported_not_silent(small_pair):
+    task, net_a, _, wa, _ = small_pair
+    with pytest.raises(pl.DivergenceError, match="lr=2"):
+        pl.train_sgd(net_a, task, wa, lr=2.0, batch_size=4, steps=200, seed=1, record_every=10)
+
+
+def test_window_average(small_pair):
+    task, net_a, _, wa, _ = small_pair
+    r = pl.train_sgd(net_a, task, wa, lr=0.01, batch_size=4, steps=100, seed=1, record_every=10)
+    assert np.allclose(r.window_kernels(0.2), r.kernels[r.steps >= 80].mean(0))
+    assert np.allclose(r.window_kernels(1.0), r.kernels[1:].mean(0))
+
+
+def test_slow_time_and_alignment_deficit(small_pair):
+    """The slow time sums the (warmed-up) step weights; the deficit is 1 − mean alignment."""
+    task, net_a, _, wa, _ = small_pair
+    r = pl.train_sgd(net_a, task, wa, lr=0.01, batch_size=4, steps=100, seed=1, lr_warmup=40, record_every=10)
+    w = np.minimum((np.arange(100) + 1) / 40, 1.0)
+    assert np.allclose(r.slow_time(2.0, power=2), 2.0 * np.concatenate([[0.0], np.cumsum(w**2)])[r.steps])
+    assert np.allclose(r.slow_time(3.0, power=1)[-1], 3.0 * w.sum())
+    kstar = task.platonic_kernel()
+    expected = [1.0 - np.mean([pl.kernel_alignment(k, kstar) for k in ks.reshape(-1, 3, 3)]) for ks in r.kernels]
+    assert np.allclose(r.alignment_deficit(kstar), expected, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="reference"):
+        r.alignment_deficit(np.eye(4))
+    with pytest.raises(ValueError, match="power"):
+        r.slow_time(1.0, power=3)
