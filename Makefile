@@ -29,8 +29,11 @@ $(MATHJAX_OUT)/tex-mml-chtml.js: Makefile
 	rm -rf _vendor/npm
 	@echo "MathJax $(MATHJAX_VERSION) vendored into $(MATHJAX_OUT) ($$(du -sh $(MATHJAX_OUT) | cut -f1))"
 
-## make book: build the site strictly (any warning fails) into _build/html
+## make book: build the site strictly (any warning fails) into _build/html. The pages whose code
+## changed are first executed side by side, one per core, into the build's execution cache
+## (tools/execute_pages.py); the build then takes every page from the cache.
 book: $(STAMP) vendor
+	$(BIN)/python tools/execute_pages.py
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	@echo
 	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
