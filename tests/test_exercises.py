@@ -98,3 +98,15 @@ def test_the_registry_lists_id_page_and_tolerance():
         assert f"{r['page']}" in pages, r  # a page of the book
         assert 0 < r["tolerance"] < 0.1, r  # tight enough that a 10%-wrong answer fails
         assert r["answer"] and "expected" not in r
+
+
+def test_at_least_two_per_chapter_and_each_is_on_its_page():
+    """Every registered exercise is an exercise of the page it names, and that page shows the call a
+    reader runs; each of the three chapters has at least two."""
+    per_chapter = {}
+    for ex in exercises.REGISTRY.values():
+        text = (ROOT / f"{ex.page}.md").read_text(encoding="utf-8")
+        assert f":label: {ex.id}\n" in text, ex.id
+        assert f'exercises.check("{ex.id}"' in text, ex.id
+        per_chapter[ex.page.split("/")[1]] = per_chapter.get(ex.page.split("/")[1], 0) + 1
+    assert all(per_chapter.get(ch, 0) >= 2 for ch in ("platonic", "autoencoder", "dln")), per_chapter

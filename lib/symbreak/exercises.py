@@ -111,7 +111,9 @@ def _dln_deeper_rates() -> np.ndarray:
     return np.array(dln.relaxation_rates(2.0, 8, 4, 1.0))
 
 
-#: Every self-checking exercise of the book, by id.
+#: Every self-checking exercise of the book, by id: an :class:`Exercise` each.
+#:
+#: :meta hide-value:
 REGISTRY: dict[str, Exercise] = {
     ex.id: ex
     for ex in (
