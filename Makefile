@@ -30,10 +30,27 @@ $(MATHJAX_OUT)/tex-mml-chtml.js: Makefile
 	@echo "MathJax $(MATHJAX_VERSION) vendored into $(MATHJAX_OUT) ($$(du -sh $(MATHJAX_OUT) | cut -f1))"
 
 ## make book: build the site strictly (any warning fails) into _build/html
+## make book SOLUTIONS=hidden: the instructor's hand-out, every exercise without its solution
+## (sphinx-exercise's hide_solutions), into _build/instructor/_build/html; it reuses the execution
+## cache of a plain `make book`, so after one nothing runs again
+SOLUTIONS ?= shown
+ifeq ($(SOLUTIONS),hidden)
+BOOK_ARGS := --config _build/instructor/_config.yml --path-output _build/instructor
+BOOK_HTML := _build/instructor/_build/html
+else ifeq ($(SOLUTIONS),shown)
+BOOK_ARGS :=
+BOOK_HTML := _build/html
+else
+$(error SOLUTIONS must be 'shown' (the default) or 'hidden', got '$(SOLUTIONS)')
+endif
+
 book: $(STAMP) vendor
-	$(BIN)/jupyter-book build . -W -n --keep-going
+ifeq ($(SOLUTIONS),hidden)
+	$(BIN)/python tools/instructor_config.py
+endif
+	$(BIN)/jupyter-book build . -W -n --keep-going $(BOOK_ARGS)
 	@echo
-	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
+	@echo "The book is built: open file://$(CURDIR)/$(BOOK_HTML)/index.html"
 
 ## make test: library tests, then every page executed in quick mode
 test: $(STAMP)
