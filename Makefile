@@ -32,11 +32,28 @@ $(MATHJAX_OUT)/tex-mml-chtml.js: Makefile
 ## make book: build the site strictly (any warning fails) into _build/html. The pages whose code
 ## changed are first executed side by side, one per core, into the build's execution cache
 ## (tools/execute_pages.py); the build then takes every page from the cache.
+## make book SOLUTIONS=hidden: the instructor's hand-out, every exercise without its solution
+## (sphinx-exercise's hide_solutions), into _build/instructor/_build/html; it reuses the execution
+## cache of a plain `make book`, so after one nothing runs again
+SOLUTIONS ?= shown
+ifeq ($(SOLUTIONS),hidden)
+BOOK_ARGS := --config _build/instructor/_config.yml --path-output _build/instructor
+BOOK_HTML := _build/instructor/_build/html
+else ifeq ($(SOLUTIONS),shown)
+BOOK_ARGS :=
+BOOK_HTML := _build/html
+else
+$(error SOLUTIONS must be 'shown' (the default) or 'hidden', got '$(SOLUTIONS)')
+endif
+
 book: $(STAMP) vendor
+ifeq ($(SOLUTIONS),hidden)
+	$(BIN)/python tools/instructor_config.py
+endif
 	$(BIN)/python tools/execute_pages.py
-	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/jupyter-book build . -W -n --keep-going $(BOOK_ARGS)
 	@echo
-	@echo "The book is built: open file://$(CURDIR)/_build/html/index.html"
+	@echo "The book is built: open file://$(CURDIR)/$(BOOK_HTML)/index.html"
 
 ## make test: library tests, then every page executed in quick mode
 test: $(STAMP)

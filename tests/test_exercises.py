@@ -1,0 +1,112 @@
+"""symbreak.exercises: the self-checking exercises accept the right answer, reject a 10%-wrong one,
+never print the expected value, and reject bad input with a clear ValueError."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import numpy as np
+import pytest
+
+from symbreak import exercises
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+IDS = list(exercises.REGISTRY)
+
+
+def _expected(exercise_id):
+    ex = exercises.REGISTRY[exercise_id]
+    return np.asarray(ex.expected(), dtype=float).reshape(ex.shape)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_the_right_answer_passes(exercise_id, capsys):
+    e = _expected(exercise_id)
+    assert exercises.check(exercise_id, e) is True
+    out = capsys.readouterr().out
+    assert out.startswith("✓") and exercise_id in out
+    # a list, and an answer just inside the tolerance, pass too
+    tol = exercises.REGISTRY[exercise_id].tolerance
+    assert exercises.check(exercise_id, (e * (1 + 0.5 * tol)).tolist(), quiet=True)
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+@pytest.mark.parametrize("factor", [1.1, 0.9])
+def test_a_ten_percent_wrong_answer_fails(exercise_id, factor, capsys):
+    e = _expected(exercise_id)
+    assert exercises.check(exercise_id, e * factor) is False
+    out = capsys.readouterr().out
+    assert out.startswith("✗") and exercise_id in out
+
+
+@pytest.mark.parametrize("exercise_id", [i for i in IDS if exercises.REGISTRY[i].shape != ()])
+def test_one_wrong_entry_of_an_array_fails(exercise_id):
+    e = _expected(exercise_id)
+    for i in range(e.size):
+        wrong = e.copy().ravel()
+        wrong[i] *= 1.1
+        assert exercises.check(exercise_id, wrong.reshape(e.shape), quiet=True) is False
+
+
+@pytest.mark.parametrize("exercise_id", IDS)
+def test_the_verdict_never_prints_the_expected_value(exercise_id, capsys):
+    e = _expected(exercise_id)
+    for answer in (e, e * 1.1):
+        exercises.check(exercise_id, answer)
+    out = capsys.readouterr().out
+    numbers = [float(x) for x in re.findall(r"-?\d+\.\d+|-?\d+", out)]
+    for value in np.ravel(e):
+        assert not any(abs(x - value) <= 0.05 * abs(value) for x in numbers), out
+
+
+def test_quiet_prints_nothing(capsys):
+    exercises.check(IDS[0], _expected(IDS[0]), quiet=True)
+    assert capsys.readouterr().out == ""
+
+
+def test_an_unknown_id_lists_the_valid_ones():
+    with pytest.raises(ValueError) as err:
+        exercises.check("ae-ex-nonexistent", 1.0)
+    for exercise_id in IDS:
+        assert exercise_id in str(err.value)
+    with pytest.raises(ValueError, match="exercise_id"):
+        exercises.check(3, 1.0)
+
+
+@pytest.mark.parametrize(
+    "answer", [None, "16.6", True, 1 + 2j, float("nan"), float("inf"), [1.0, 2.0], {"s": 1.0}, np.array(["a"])]
+)
+def test_a_malformed_scalar_answer_is_a_value_error(answer):
+    scalar = next(i for i in IDS if exercises.REGISTRY[i].shape == ())
+    with pytest.raises(ValueError, match="answer"):
+        exercises.check(scalar, answer)
+
+
+@pytest.mark.parametrize("answer", [1.0, [1.0, 2.0, 3.0], [[1.0, 2.0]], [[1.0], [2.0, 3.0]], [1.0, np.nan]])
+def test_a_malformed_array_answer_is_a_value_error(answer):
+    array = next(i for i in IDS if exercises.REGISTRY[i].shape == (2,))
+    with pytest.raises(ValueError, match="answer"):
+        exercises.check(array, answer)
+
+
+def test_the_registry_lists_id_page_and_tolerance():
+    rows = exercises.registry()
+    assert [r["id"] for r in rows] == IDS
+    pages = set((ROOT / "_toc.yml").read_text().split())
+    for r in rows:
+        assert f"{r['page']}" in pages, r  # a page of the book
+        assert 0 < r["tolerance"] < 0.1, r  # tight enough that a 10%-wrong answer fails
+        assert r["answer"] and "expected" not in r
+
+
+def test_at_least_two_per_chapter_and_each_is_on_its_page():
+    """Every registered exercise is an exercise of the page it names, and that page shows the call a
+    reader runs; each of the three chapters has at least two."""
+    per_chapter = {}
+    for ex in exercises.REGISTRY.values():
+        text = (ROOT / f"{ex.page}.md").read_text(encoding="utf-8")
+        assert f":label: {ex.id}\n" in text, ex.id
+        assert f'exercises.check("{ex.id}"' in text, ex.id
+        per_chapter[ex.page.split("/")[1]] = per_chapter.get(ex.page.split("/")[1], 0) + 1
+    assert all(per_chapter.get(ch, 0) >= 2 for ch in ("platonic", "autoencoder", "dln")), per_chapter
