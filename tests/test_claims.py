@@ -153,3 +153,123 @@ def test_a_true_claim_can_show_what_it_compares(ledger):
 def test_paper_ref_rejects_what_is_not_a_string(bad):
     with pytest.raises(ValueError, match="ref must be a string"):
         claims.paper_ref(bad)
+
+
+# -- evidence, resolving power, standard errors (issue 23) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("measured", "expected", "rtol", "atol", "power"),
+    [
+        # scalar, rtol only, exact agreement: up e(1+δ) fails past δ = rtol/(1 - rtol), down past
+        # rtol/(1 + rtol); the worse (larger) is the power
+        (1.0, 1.0, 0.05, 0.0, 0.05 / 0.95),
+        # atol only, measured 5% above: up fails past (0.05 + 0.1), down past 0.1 - 0.05
+        (1.05, 1.0, 0.0, 0.1, 0.15),
+        # a negative expected value: the same as its mirror image
+        (-2.0, -2.0, 0.1, 0.0, 0.1 / 0.9),
+        # measured 2% below expected: up fails once 0.95(1+δ) > 0.98, down once 1.05δ > 0.07;
+        # down is worse
+        (0.98, 1.0, 0.05, 0.0, 0.07 / 1.05),
+        # array: the first element to fail decides each sign; element 2 (1% high) fails first
+        # downwards at (0.02 - 0.01)/1.02, element 1 upwards at 0.02/0.98; the worse is 0.02/0.98
+        ([1.0, 2.02], [1.0, 2.0], 0.02, 0.0, 0.02 / 0.98),
+        # both tolerances: |1 - 1.01(1+δ)| <= 0.001 + 0.02 * 1.01(1+δ)
+        (1.0, 1.01, 0.02, 0.001, max(1.001 / (0.98 * 1.01) - 1, 1 - 0.999 / (1.02 * 1.01))),
+        # expected zero: no scaling moves it, the check cannot reject a distortion
+        (0.01, 0.0, 0.0, 0.1, np.inf),
+        # an array with a zero: only the non-zero element can fail
+        ([0.0, 1.0], [0.0, 1.0], 0.0, 0.05, 0.05),
+        # rtol >= 1: scaling up never fails
+        (1.0, 1.0, 1.5, 0.0, np.inf),
+    ],
+)
+def test_resolving_power_against_hand_computed_cases(measured, expected, rtol, atol, power):
+    got = claims.resolving_power(measured, expected, rtol=rtol, atol=atol)
+    assert got == pytest.approx(power, rel=1e-9)
+    # and it is what it says: for the worse sign the distorted check holds just below it and
+    # fails just past it
+    m, e = np.asarray(measured, float), np.asarray(expected, float)
+
+    def passes(d, s):
+        ed = e * (1 + s * d)
+        return bool(np.all(np.abs(m - ed) <= atol + rtol * np.abs(ed)))
+
+    if np.isfinite(power):
+        assert any(passes(power * (1 - 1e-6), s) and not passes(power * (1 + 1e-6), s) for s in (1, -1))
+
+
+def test_both_tolerances_case_by_hand():
+    # m = 1, e = 1.01, rtol 0.02, atol 0.001. Up (e' = 1.01(1+δ) > m): e' - 1 <= 0.001 + 0.02 e'
+    # <=> 0.98 e' <= 1.001 <=> δ <= 1.001/(0.98*1.01) - 1. Down: for e' >= 1, it holds; below,
+    # 1 - e' <= 0.001 + 0.02 e' <=> e' >= 0.999/1.02 <=> δ <= 1 - 0.999/(1.02*1.01).
+    up, down = 1.001 / (0.98 * 1.01) - 1, 1 - 0.999 / (1.02 * 1.01)
+    assert claims.resolving_power(1.0, 1.01, rtol=0.02, atol=0.001) == pytest.approx(max(up, down), rel=1e-12)
+
+
+def test_close_records_power_and_evidence(ledger):
+    ledger.close("d-pw", "Eq. 6", "five percent", 1.0, 1.0, rtol=0.05, evidence="independent")
+    rec = ledger.claims[-1]
+    assert rec["evidence"] == "independent" and rec["power"] == pytest.approx(0.05 / 0.95)
+    ledger.close("d-pw0", "Eq. 6", "zero", 0.0, 0.0, atol=1e-9, evidence="identity")
+    assert ledger.claims[-1]["power"] == "inf"
+    # the JSON round-trip keeps them
+    data = json.loads(ledger.path.read_text())["claims"]
+    assert data[0]["power"] == pytest.approx(0.05 / 0.95) and data[1]["power"] == "inf"
+
+
+@pytest.mark.parametrize("method", ["close", "bound", "sign", "order", "true"])
+def test_evidence_must_be_one_of_four_kinds(ledger, method):
+    args = {
+        "close": ((1.0, 1.0), {"rtol": 0.1}),
+        "bound": ((1.0,), {"upper": 2.0}),
+        "sign": ((1.0,), {}),
+        "order": (([1.0, 2.0],), {}),
+        "true": ((True,), {}),
+    }[method]
+    with pytest.raises(ValueError, match="evidence"):
+        getattr(ledger, method)("d-ev", "Eq. 6", "x", *args[0], evidence="proof", **args[1])
+    for i, kind in enumerate(claims.EVIDENCE):
+        getattr(ledger, method)(f"d-ev-{i}", "Eq. 6", "x", *args[0], evidence=kind, **args[1])
+        assert ledger.claims[-1]["evidence"] == kind
+
+
+def test_evidence_is_required_when_the_ledger_says_so(ledger, monkeypatch):
+    monkeypatch.setattr(claims, "REQUIRE_EVIDENCE", True)
+    with pytest.raises(ValueError, match="evidence"):
+        ledger.sign("d-req", "Eq. 6", "x", 1.0)
+
+
+def test_simulation_records_its_standard_error(ledger):
+    ledger.close("d-se", "Eq. 6", "a mean", 1.02, 1.0, atol=0.06, evidence="simulation", se=0.02, n_se=3)
+    rec = ledger.claims[-1]
+    assert (rec["se"], rec["n_se"], rec["evidence"]) == (0.02, 3, "simulation")
+    ledger.bound("d-se2", "Eq. 6", "means", [0.5, 0.6], upper=1.0, evidence="simulation", se=[0.01, 0.02])
+    assert ledger.claims[-1]["se"] == [0.01, 0.02]
+    with pytest.raises(ValueError, match="se"):
+        ledger.sign("d-se3", "Eq. 6", "x", 1.0, evidence="identity", se=0.1)
+    with pytest.raises(ValueError, match="se"):
+        ledger.sign("d-se4", "Eq. 6", "x", 1.0, evidence="simulation", se=-0.1)
+    with pytest.raises(ValueError, match="n_se"):
+        ledger.sign("d-se5", "Eq. 6", "x", 1.0, evidence="simulation", n_se=3)
+
+
+def test_a_bound_against_a_theory_value_has_a_power(ledger):
+    ledger.bound("d-bp", "Eq. 6", "below theory", 0.9, upper=1.0, reference=1.0, evidence="simulation", se=0.01)
+    assert ledger.claims[-1]["power"] == pytest.approx(0.1)
+    ledger.bound("d-bp2", "Eq. 6", "no reference", 0.9, upper=1.0, evidence="independent")
+    assert ledger.claims[-1]["power"] is None
+    assert claims.bound_power([0.95, 0.99], 2.0, lower=0.9, upper=1.0) == pytest.approx(0.025)
+    assert claims.bound_power(0.5, 0.0, upper=1.0) == np.inf
+
+
+def test_check_recomputes_power_and_validates_evidence(ledger):
+    ledger.close("d-v1", "Eq. 6", "x", [1.0, 2.0], [1.0, 2.01], rtol=0.01, evidence="independent")
+    ledger.sign("d-v2", "Eq. 6", "x", 1.0, evidence="simulation", se=0.1)
+    rows = [dict(r) for r in ledger.claims]
+    assert claims.validate_report(rows) == []
+    bad = [dict(rows[0], power=0.5), dict(rows[1], id="d-v3", evidence="proof")]
+    problems = claims.validate_report(bad)
+    assert any("power 0.5 but its numbers give" in p for p in problems)
+    assert any("evidence 'proof'" in p for p in problems)
+    assert any("without its power" in p for p in claims.validate_report([dict(rows[0], power=None)]))

@@ -161,7 +161,7 @@ def test_claims_tables_carry_column_labels_for_narrow_screens(tmp_path, monkeypa
     for row in rows:
         labels = re.findall(r'<td><p class="claims-label">([^<]*)</p>', row)
         assert labels == list(sphinxext.REPORT_COLUMNS)
-    assert len(sphinxext.REPORT_COLUMNS) == 9 and sphinxext.REPORT_COLUMNS[0] == "id"
+    assert len(sphinxext.REPORT_COLUMNS) == 11 and sphinxext.REPORT_COLUMNS[0] == "id"
 
 
 def test_statements_typeset_their_inline_math(tmp_path, monkeypatch, records):
@@ -231,3 +231,42 @@ def test_the_error_shown_is_the_one_that_decides(tolerance, text):
     from symbreak.sphinxext import error_text
 
     assert error_text(tolerance) == text
+
+
+def _row_cells(html: str, claim_id: str) -> list[str]:
+    row = re.search(rf'<tr[^>]*id="claim-{claim_id}".*?</tr>', html, re.S).group(0)
+    return [re.sub(r"<[^>]+>", "", c).strip().split("\n")[-1] for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+
+
+def test_report_shows_evidence_power_and_standard_error(tmp_path, monkeypatch, records):
+    """Each claim's row names its evidence, its resolving power and, for a simulation, ± se; the
+    row carries the evidence as a class the filter reads; claims.json carries the same fields."""
+    records.close("ae-demo-sim", "Eq. 7", "a mean", 1.02, 1.0, atol=0.06, evidence="simulation", se=0.02, n_se=3)
+    records.close("ae-demo-id", "Eq. 8", "an identity", 0.0, 0.0, atol=1e-12, evidence="identity")
+    html = _report_html(tmp_path, monkeypatch, [("Eq. 7", "mean"), ("Eq. 8", "identity")])
+    cols = list(sphinxext.REPORT_COLUMNS)
+    sim = dict(zip(cols, _row_cells(html, "ae-demo-sim")))
+    assert sim["measured"] == "1.02 ± 0.02 (tolerance 3 se)" and sim["evidence"] == "simulation"
+    assert sim["power"] == "8%", sim  # up: (0.02 + 0.06)/1 ; down: 0.06 - 0.02 -> 8%
+    ident = dict(zip(cols, _row_cells(html, "ae-demo-id")))
+    assert ident["evidence"] == "identity" and ident["power"] == "none"
+    assert re.search(
+        r'<tr[^>]*class="[^"]*claims-evidence-simulation[^"]*"[^>]*id="claim-ae-demo-sim"', html
+    ) or re.search(r'<tr[^>]*id="claim-ae-demo-sim"[^>]*class="[^"]*claims-evidence-simulation', html)
+    rows = json.loads((tmp_path / "out" / "claims.json").read_text())
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["ae-demo-sim"]["se"] == 0.02 and by_id["ae-demo-sim"]["evidence"] == "simulation"
+    assert by_id["ae-demo-sim"]["power"] == pytest.approx(0.08) and by_id["ae-demo-id"]["power"] == "inf"
+    assert "seeds" not in html.split("<thead>")[-1].split("</thead>")[0]
+
+
+def test_report_shows_seeds_when_seeds_json_exists(tmp_path, monkeypatch, records):
+    (tmp_path / "out").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "out" / "seeds.json").write_text(
+        json.dumps({"seeds": [1, 2, 3], "claims": {"ae-demo-eq6": {"holds": 2, "of": 3}}})
+    )
+    html = _report_html(tmp_path, monkeypatch, [])
+    cols = list(sphinxext.REPORT_COLUMNS)
+    cols.insert(-1, sphinxext.SEEDS_COLUMN)
+    cells = dict(zip(cols, _row_cells(html, "ae-demo-eq6")))
+    assert cells["seeds"] == "2 of 3", cells

@@ -256,7 +256,8 @@ def _fmt(value) -> str:
                 s.append(f"abs. err {got_abs:.2g}")
             return "; ".join(s)
         if "lower" in value or "upper" in value:
-            return ""
+            ref = value.get("reference")
+            return "" if ref is None else f"reference {_fmt(ref)}"
         if {"size", "min", "max"} <= value.keys():  # a large array, recorded by its range
             return f"{value['size']} values, {_fmt(value['min'])} … {_fmt(value['max'])}"
         return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items())
@@ -335,9 +336,62 @@ REPORT_COLUMNS = (
     "measured",
     "compared with",
     "error (tolerance)",
+    "evidence",
+    "power",
     "verdict",
     "where",
 )
+#: The column added when ``seeds.json`` (``make seeds``) sits in the HTML output.
+SEEDS_COLUMN = "seeds"
+
+
+def power_text(row) -> str:
+    """A claim's resolving power as the report shows it: a percentage, "none" where no distortion of
+    the reference value can fail the check, empty where the claim has no power (not a close claim,
+    nor a bound against a reference value)."""
+    power = _claims._as_float(row.get("power"))
+    if power is None:
+        return ""
+    if math.isinf(power):
+        return "none"
+    return f"{100 * power:.2g}%" if power >= 1e-4 else f"{100 * power:.0e}%"
+
+
+def measured_text(row) -> str:
+    """The measured value, with ``± se`` (and the number of standard errors the tolerance is)
+    for a simulation that records its standard error."""
+    text = _shown(row, "measured")
+    se = row.get("se")
+    if se is None or not text:
+        return text
+    shown = f"{text} ± {_fmt(se)}"
+    n = row.get("n_se")
+    return shown + (f" (tolerance {n:g} se)" if isinstance(n, (int, float)) else "")
+
+
+def seeds_text(row, seeds) -> str:
+    """``k of n`` seeds on which a claim held (``seeds.json``), empty where it was not rerun."""
+    entry = (seeds or {}).get("claims", {}).get(row.get("id"))
+    if not isinstance(entry, dict) or "holds" not in entry or "of" not in entry:
+        return ""
+    return f"{entry['holds']} of {entry['of']}"
+
+
+def load_seeds(outdir) -> dict | None:
+    """``seeds.json`` of the HTML output (``{"seeds": [...], "claims": {id: {"holds", "of"}}}``),
+    ``None`` where it is absent or unreadable."""
+    path = pathlib.Path(outdir) / "seeds.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        logger.warning(f"claims: {path} is not JSON; the report shows no seeds column", type="claims")
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), dict):
+        logger.warning(f"claims: {path} has no 'claims' object; the report shows no seeds column", type="claims")
+        return None
+    return data
 
 
 def _resolve(app, doctree, fromdocname):
@@ -359,6 +413,7 @@ def _resolve(app, doctree, fromdocname):
             continue
         body, ids, classes = [], [], []
         anchors = getattr(env, "symbreak_claim_anchors", {})
+        seeds = load_seeds(app.outdir) if app.builder.format == "html" else None
         for r in rows:
             if node["paper"] and r["paper"] != node["paper"]:
                 continue
@@ -371,6 +426,7 @@ def _resolve(app, doctree, fromdocname):
                 [
                     "claims-status-" + _status_class(r.get("status")),
                     "claims-holds-" + {True: "yes", False: "no", None: "none"}[r["holds"]],
+                    "claims-evidence-" + (r.get("evidence") or "none"),
                 ]
             )
             where = nodes.paragraph()
@@ -391,18 +447,26 @@ def _resolve(app, doctree, fromdocname):
                     _claims.paper_ref(r["ref"]),
                     r["status"],
                     statement_node(statement),
-                    _shown(r, "measured"),
+                    measured_text(r),
                     _shown(r, "expected"),
                     error_text(r["tolerance"]),
+                    r.get("evidence") or "",
+                    power_text(r),
                     verdict,
+                    *([seeds_text(r, seeds)] if seeds is not None else []),
                     where,
                 ]
             )
+        columns = list(REPORT_COLUMNS)
+        widths = [8, 6, 6, 24, 8, 8, 9, 5, 4, 3, 10]
+        if seeds is not None:
+            columns.insert(-1, SEEDS_COLUMN)
+            widths.insert(-1, 3)
         node.replace_self(
             _table(
-                list(REPORT_COLUMNS),
+                columns,
                 body,
-                [8, 6, 6, 26, 8, 8, 9, 3, 10],
+                widths,
                 labels=app.builder.format == "html",
                 row_ids=ids,
                 row_classes=classes,
@@ -431,6 +495,10 @@ def _write_json(app, exception):
                 "expected",
                 "tolerance",
                 "holds",
+                "evidence",
+                "power",
+                "se",
+                "n_se",
                 "detail",
                 "mode",
                 "page",
