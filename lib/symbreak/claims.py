@@ -300,7 +300,7 @@ def bound_power(measured, reference, *, lower=None, upper=None) -> float:
 
     Examples
     --------
-    >>> bound_power(0.9, 1.0, upper=1.0)
+    >>> round(bound_power(0.9, 1.0, upper=1.0), 6)
     0.1
     >>> round(bound_power([0.95, 0.99], 1.0, lower=0.9, upper=1.0), 6)
     0.05
