@@ -273,3 +273,83 @@ def test_check_recomputes_power_and_validates_evidence(ledger):
     assert any("power 0.5 but its numbers give" in p for p in problems)
     assert any("evidence 'proof'" in p for p in problems)
     assert any("without its power" in p for p in claims.validate_report([dict(rows[0], power=None)]))
+
+
+def _claim(evidence, holds=True, kind="close", power=0.05):
+    return {"id": "x", "evidence": evidence, "holds": holds, "kind": kind, "power": power if kind == "close" else None}
+
+
+@pytest.mark.parametrize(
+    ("declared", "backing", "item", "proof_ok", "status", "shortfall"),
+    [
+        # a simulation close claim that rejects a 10%-wrong theory reproduces
+        ("reproduced", [_claim("simulation")], {}, False, "reproduced", ""),
+        # identities and constructions never do
+        (
+            "reproduced",
+            [_claim("identity"), _claim("construction", kind="true")],
+            {},
+            False,
+            "stated",
+            "identity and construction only",
+        ),
+        # a close claim of power 43% does not, unless the row says why its power is coarser
+        ("reproduced", [_claim("independent", power=0.43)], {}, False, "stated", "independent; power 43%"),
+        (
+            "reproduced",
+            [_claim("independent", power=0.43)],
+            {"power_reason": "the paper reads a plot"},
+            False,
+            "reproduced",
+            "",
+        ),
+        # a bound, sign, order or condition from an independent computation has no power to check
+        ("reproduced", [_claim("simulation", kind="sign")], {}, False, "reproduced", ""),
+        # a claim that does not hold backs nothing
+        ("reproduced", [_claim("simulation", holds=None, kind="record")], {}, False, "stated", "no claim that holds"),
+        # derived needs a proof label that resolves
+        ("derived", [], {"proof": "thm-x"}, True, "derived", ""),
+        ("derived", [], {}, False, "stated", "no proof on the page"),
+        ("derived+reproduced", [_claim("identity")], {"proof": "thm-x"}, True, "derived", "identity only"),
+        ("derived+reproduced", [_claim("simulation")], {"proof": "thm-x"}, True, "derived+reproduced", ""),
+        # a stated row with independent evidence is computed as reproduced
+        ("stated", [_claim("independent", power=0.01)], {}, False, "reproduced", ""),
+        ("deviates", [_claim("simulation", kind="bound")], {}, False, "deviates", ""),
+        ("missing", [], {}, False, "missing", ""),
+    ],
+)
+def test_result_status_is_computed_from_the_evidence(declared, backing, item, proof_ok, status, shortfall):
+    got = claims.result_status(dict(item, status=declared), backing, proof_ok=proof_ok)
+    assert got == (status, shortfall)
+
+
+def test_proof_labels_need_a_proof():
+    text = """
+```{prf:theorem} A
+:label: thm-a
+```
+```{prf:proof}
+ok
+```
+```{prf:lemma} B
+:label: lem-b
+```
+```{prf:theorem} C
+:label: thm-c
+```
+:::{prf:proof}
+:label: prf-c
+:::
+"""
+    assert claims.proof_labels(text) == {"thm-a": True, "lem-b": False, "thm-c": True, "prf-c": True}
+
+
+def test_build_results_flags_a_missing_proof_label():
+    inv = [
+        {"paper": "dln", "ref": "Eq. 1", "statement": "s", "status": "derived", "proof": "thm-a", "page": "p"},
+        {"paper": "dln", "ref": "Eq. 2", "statement": "t", "status": "derived", "proof": "thm-gone", "page": "p"},
+        {"paper": "dln", "ref": "Eq. 3", "statement": "u", "status": "derived", "proof": "lem-b", "page": "p"},
+    ]
+    rows, problems = claims.build_results([], inv, {"p": {"thm-a": True, "lem-b": False}})
+    assert [r["status"] for r in rows] == ["derived", "stated", "stated"]
+    assert len(problems) == 2 and "thm-gone" in problems[0] and "no prf:proof" in problems[1]

@@ -270,3 +270,38 @@ def test_report_shows_seeds_when_seeds_json_exists(tmp_path, monkeypatch, record
     cols.insert(-1, sphinxext.SEEDS_COLUMN)
     cells = dict(zip(cols, _row_cells(html, "ae-demo-eq6")))
     assert cells["seeds"] == "2 of 3", cells
+
+
+def test_results_json_and_a_missing_proof_label_fails_the_build(tmp_path, monkeypatch, records):
+    """``results.json`` has one row per numbered result with its computed status; a ``proof`` label
+    that the page does not define is a warning (the strict build fails)."""
+    records.close("ae-demo-sim", "Eq. 7", "a mean", 1.02, 1.0, atol=0.06, evidence="simulation", se=0.02)
+    src = _project(
+        tmp_path,
+        """
+- {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page, proof: ae-demo-thm}
+- {paper: autoencoder, ref: "Eq. 7", statement: "a mean", status: reproduced, page: book/demo/page}
+- {paper: autoencoder, ref: "Eq. 8", statement: "cited", status: derived, page: book/demo/page, proof: ae-demo-gone}
+""",
+    )
+    page = src / "book" / "demo" / "page.rst"
+    page.write_text(
+        page.read_text() + "\n.. prf:theorem:: Law\n   :label: ae-demo-thm\n\n   Text.\n\n.. prf:proof::\n\n   Proof.\n"
+    )
+    (src / "conf.py").write_text("extensions = ['symbreak.sphinxext', 'sphinx_proof']\nproject = 'demo'\n")
+    (src / "report.rst").write_text(
+        (src / "report.rst").read_text() + "\n.. claims-report::\n   :paper: autoencoder\n   :results:\n"
+    )
+    _, warnings = _build(src, tmp_path, monkeypatch)
+    assert "proof label 'ae-demo-gone' is not a prf: label of page 'book/demo/page'" in warnings
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    by_ref = {r["ref"]: r for r in results}
+    assert set(by_ref) == {"Eq. 6", "Eq. 7", "Eq. 8"}
+    for r in results:
+        assert {"paper", "ref", "statement", "status", "claims", "evidence", "proof", "page"} <= set(r)
+    # Eq. 6: a proof on the page, but its claim is unlabelled: derived, not reproduced
+    assert by_ref["Eq. 6"]["status"] == "derived" and by_ref["Eq. 6"]["page"] == "book/demo/page.html"
+    assert by_ref["Eq. 7"]["status"] == "reproduced" and by_ref["Eq. 7"]["evidence"] == ["simulation"]
+    assert by_ref["Eq. 8"]["status"] == "stated" and by_ref["Eq. 8"]["shortfall"] == "proof label not found"
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "claims-results" in html and "declared derived: proof label not found" in html

@@ -84,6 +84,9 @@ __all__ = [
     "load_records",
     "load_inventory",
     "build_report",
+    "build_results",
+    "result_status",
+    "proof_labels",
     "validate_report",
     "diff_reports",
 ]
@@ -834,9 +837,12 @@ def load_inventory(paths) -> list[dict]:
     """The numbered results of the papers, from YAML files (a list of rows each).
 
     Each row: ``paper``, ``ref`` (as the paper numbers it), ``statement``, ``status``
-    (one of :data:`STATUSES`), optional ``page`` (document name where the book treats it),
+    (one of :data:`STATUSES`: what the book declares; the report computes the status from the
+    evidence, :func:`result_status`), optional ``page`` (document name where the book treats it),
     optional ``claims`` (ids of computed claims that back it; by default every claim with the
-    same ``paper`` and ``ref``) and optional ``note``.
+    same ``paper`` and ``ref``), optional ``proof`` (the label of a ``prf:`` proof, or of a
+    statement followed by its proof, on ``page``), optional ``power_reason`` (why a comparison
+    coarser than 10% is all the paper's own accuracy allows) and optional ``note``.
     """
     import yaml
 
@@ -909,6 +915,143 @@ def build_report(records: list[dict], inventory: list[dict]) -> tuple[list[dict]
                     "page": item.get("page"),
                 }
             )
+    return rows, problems
+
+
+#: Kinds of ``prf:`` directive (sphinx-proof) whose label a ``proof:`` of the inventory may name.
+_PRF_START = re.compile(r"^\s*(?:[`:]{3,}\s*\{prf:([a-z]+)\}|\.\.\s+prf:([a-z]+)::)")
+_PRF_LABEL = re.compile(r"^\s*:label:\s*(\S+)\s*$")
+
+
+def proof_labels(text: str) -> dict[str, bool]:
+    """``{label: has a proof}`` for every labelled ``prf:`` directive of a page's source (MyST or
+    reST): a ``prf:proof`` has one; a theorem, lemma, proposition, ... has one when a ``prf:proof``
+    follows it before the next labelled statement."""
+    out: dict[str, bool] = {}
+    lines = text.splitlines()
+    last = None
+    for i, line in enumerate(lines):
+        m = _PRF_START.match(line)
+        if not m:
+            continue
+        kind = m.group(1) or m.group(2)
+        if kind == "proof" and last is not None:
+            out[last] = True
+        label = next((lm.group(1) for lm in map(_PRF_LABEL.match, lines[i + 1 : i + 8]) if lm), None)
+        if label is None:
+            continue
+        out[label] = kind == "proof"
+        last = None if kind == "proof" else label
+    return out
+
+
+def _evidence_text(backing: list[dict]) -> str:
+    """What the claims behind a result have, in a few words ("identity only", "simulation, power 43%")."""
+    held = [r for r in backing if r.get("holds") is True]
+    if not held:
+        return "no claim that holds" if backing else "no claim"
+    kinds = sorted(
+        {r.get("evidence") or "unlabelled" for r in held}, key=lambda k: (EVIDENCE + ("unlabelled",)).index(k)
+    )
+    text = " and ".join(kinds) + (" only" if not set(kinds) & set(REPRODUCING) else "")
+    powers = [_as_float(r.get("power")) for r in held if r.get("kind") == "close" and r.get("evidence") in REPRODUCING]
+    powers = [p for p in powers if p is not None]
+    if powers and min(powers) > POWER_LIMIT:
+        best = min(powers)
+        text += "; power " + ("none" if math.isinf(best) else f"{100 * best:.2g}%")
+    return text
+
+
+def result_status(item: dict, backing: list[dict], *, proof_ok: bool = False) -> tuple[str, str]:
+    """The status of a numbered result, computed from the evidence behind it.
+
+    ``reproduced`` needs at least one ``independent`` or ``simulation`` claim that holds and,
+    when it is a ``close`` claim, rejects a 10%-wrong theory (``power <= POWER_LIMIT``) unless the
+    row states why the paper's own accuracy is coarser (``power_reason``); ``derived`` needs the
+    row's ``proof`` label on its page (``proof_ok``); ``derived+reproduced`` both. A row declared
+    ``deviates`` is that when a claim asserting the deviation holds, one declared ``missing`` stays
+    missing; every other row with neither is ``stated``.
+
+    Returns ``(status, shortfall)``: ``shortfall`` says, where the computed status is weaker than
+    the declared one, what the row has ("identity only", "independent; power 43%", "no proof").
+    """
+    declared = item.get("status")
+    held = [r for r in backing if r.get("holds") is True]
+    if declared == "missing" and not held:
+        return "missing", ""
+    if declared == "deviates":
+        return ("deviates", "") if held else ("stated", _evidence_text(backing))
+    reason = bool(str(item.get("power_reason") or "").strip())
+
+    def reproduces(r):
+        if r.get("evidence") not in REPRODUCING:
+            return False
+        if r.get("kind") != "close" or reason:
+            return True
+        power = _as_float(r.get("power"))
+        return power is not None and power <= POWER_LIMIT
+
+    repro = any(reproduces(r) for r in held)
+    derived = bool(item.get("proof")) and proof_ok
+    status = {(True, True): "derived+reproduced", (False, True): "reproduced", (True, False): "derived"}.get(
+        (derived, repro), "stated"
+    )
+    short = []
+    if declared in ("derived", "derived+reproduced") and not derived:
+        short.append("no proof on the page" if not item.get("proof") else "proof label not found")
+    if declared in ("reproduced", "derived+reproduced") and not repro:
+        short.append(_evidence_text(backing))
+    return status, "; ".join(short)
+
+
+def build_results(records: list[dict], inventory: list[dict], labels: dict | None = None):
+    """One row per numbered result of the papers (``results.json``), its status computed.
+
+    ``labels`` maps a page's document name to :func:`proof_labels` of its source. Returns
+    ``(rows, problems)``; a problem is a ``proof`` label that its page does not define, or that
+    names a statement with no proof after it (the strict build fails on either).
+    """
+    labels = labels or {}
+    by_id = {r["id"]: r for r in records}
+    rows, problems = [], []
+    for item in inventory:
+        ids = item.get("claims")
+        if ids:
+            backing = [by_id[i] for i in ids if i in by_id]
+        else:
+            backing = [r for r in records if r["paper"] == item["paper"] and r["ref"] == item["ref"]]
+        proof = item.get("proof")
+        page = item.get("page")
+        proof_ok = False
+        if proof:
+            found = labels.get(page, {})
+            if proof not in found:
+                problems.append(
+                    f"inventory {item['paper']} {item['ref']}: proof label {proof!r} is not a prf: label of page {page!r}"
+                )
+            elif not found[proof]:
+                problems.append(f"inventory {item['paper']} {item['ref']}: {proof!r} has no prf:proof after it")
+            else:
+                proof_ok = True
+        status, shortfall = result_status(item, backing, proof_ok=proof_ok)
+        kinds = sorted({r.get("evidence") for r in backing if r.get("evidence")}, key=EVIDENCE.index)
+        rows.append(
+            {
+                "paper": item["paper"],
+                "ref": item["ref"],
+                "statement": item["statement"],
+                "status": status,
+                "declared": item["status"],
+                "claims": [r["id"] for r in backing],
+                "evidence": kinds,
+                "has": _evidence_text(backing) if backing else "",
+                "shortfall": shortfall,
+                "power_reason": item.get("power_reason"),
+                "proof": proof,
+                "page": page,
+                "note": item.get("note"),
+            }
+        )
     return rows, problems
 
 

@@ -61,7 +61,7 @@ def statement_node(text: str) -> nodes.paragraph:
 
 class ClaimsReport(Directive):
     has_content = False
-    option_spec = {"paper": directives.unchanged, "summary": directives.flag}
+    option_spec = {"paper": directives.unchanged, "summary": directives.flag, "results": directives.flag}
 
     def run(self):
         paper = self.options.get("paper")
@@ -70,6 +70,7 @@ class ClaimsReport(Directive):
         node = claims_report_node()
         node["paper"] = paper
         node["summary"] = "summary" in self.options
+        node["results"] = "results" in self.options
         # Sphinx's math domain decides at read time, from the doctree, whether a page loads MathJax;
         # the statements' formulas arrive only when the tables replace this node, so it carries one.
         node += nodes.math("", "")
@@ -88,6 +89,20 @@ def _collect(app, env):
         logger.warning(f"claims inventory: {err}", type="claims")
         inventory = []
     rows, problems = _claims.build_report(records, inventory)
+    labels = {}
+    for item in inventory:
+        page = item.get("page")
+        if item.get("proof") and page in env.all_docs and page not in labels:
+            try:
+                labels[page] = _claims.proof_labels(pathlib.Path(env.doc2path(page)).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                labels[page] = {}
+    results, result_problems = _claims.build_results(records, inventory, labels)
+    problems += result_problems
+    results.sort(
+        key=lambda r: (_claims.PAPERS.index(r["paper"]) if r["paper"] in _claims.PAPERS else 99, _ref_key(r["ref"]))
+    )
+    env.symbreak_results = results
     for item in inventory:
         page = item.get("page")
         if page and page not in env.all_docs:
@@ -398,9 +413,12 @@ def _resolve(app, doctree, fromdocname):
     env = app.env
     rows = getattr(env, "symbreak_claims_rows", [])
     for node in list(doctree.findall(claims_report_node)):
+        if node["results"]:
+            node.replace_self(_results_table(app, fromdocname, node["paper"]))
+            continue
         if node["summary"]:
             counts: dict = {}
-            for r in rows:
+            for r in getattr(env, "symbreak_results", []):
                 counts.setdefault(r["paper"], {}).setdefault(r["status"], 0)
                 counts[r["paper"]][r["status"]] += 1
             body = []
@@ -409,7 +427,27 @@ def _resolve(app, doctree, fromdocname):
                     continue
                 by = counts[paper]
                 body.append([paper] + [by.get(s, 0) for s in _claims.STATUSES] + [sum(by.values())])
-            node.replace_self(_table(["paper", *_claims.STATUSES, "rows"], body, [3] + [2] * 7, kind="claims-summary"))
+            table = _table(["paper", *_claims.STATUSES, "results"], body, [3] + [2] * 7, kind="claims-summary")
+            kinds = (*_claims.EVIDENCE, None)
+            ev: dict = {}
+            for r in rows:
+                if r.get("kind") in ("record", "inventory"):
+                    continue
+                ev.setdefault(r["paper"], {}).setdefault(r.get("evidence"), 0)
+                ev[r["paper"]][r.get("evidence")] += 1
+            weak: dict = {}
+            for r in rows:
+                power = _claims._as_float(r.get("power"))
+                if r.get("kind") == "close" and power is not None and power > _claims.POWER_LIMIT:
+                    weak[r["paper"]] = weak.get(r["paper"], 0) + 1
+            body = [
+                [paper] + [ev[paper].get(k, 0) for k in kinds] + [weak.get(paper, 0)]
+                for paper in _claims.PAPERS
+                if paper in ev
+            ]
+            heads = ["paper", *_claims.EVIDENCE, "unlabelled", f"close claims with power > {_claims.POWER_LIMIT:.0%}"]
+            evidence = _table(heads, body, [3] + [2] * 6, kind="claims-summary")
+            node.replace_self([table, evidence])
             continue
         body, ids, classes = [], [], []
         anchors = getattr(env, "symbreak_claim_anchors", {})
@@ -474,6 +512,63 @@ def _resolve(app, doctree, fromdocname):
         )
 
 
+#: The columns of the table of numbered results (``{claims-report}`` with ``:results:``).
+RESULTS_COLUMNS = ("result", "statement", "status", "evidence", "what it has", "claims", "where")
+
+
+def _results_table(app, fromdocname, paper):
+    """The numbered results of one paper with their computed status, the evidence behind them,
+    what a row that falls short has (or why its power is coarser), and links to its claims."""
+    env = app.env
+    body, classes = [], []
+    for r in getattr(env, "symbreak_results", []):
+        if paper and r["paper"] != paper:
+            continue
+        has = r.get("shortfall") or r.get("has") or ""
+        if r.get("power_reason"):
+            has = (has + "; " if has else "") + "power coarser: " + r["power_reason"]
+        if r["status"] != r.get("declared") and r.get("declared") not in (None, "stated"):
+            has = f"declared {r['declared']}" + (f": {has}" if has else "")
+        claims_cell = nodes.paragraph()
+        for i, cid in enumerate(r.get("claims") or []):
+            if i:
+                claims_cell += nodes.Text(", ")
+            claims_cell += nodes.reference(
+                "", "", nodes.literal(text=cid), internal=True, refuri="#" + nodes.make_id("claim-" + cid)
+            )
+        where = nodes.paragraph()
+        page = r.get("page")
+        if page and page in env.all_docs:
+            uri = app.builder.get_relative_uri(fromdocname, page)
+            if r.get("proof"):
+                uri += "#" + r["proof"]
+            title = env.titles[page].astext() if page in env.titles else page
+            where += nodes.reference("", title, internal=True, refuri=uri)
+        classes.append(
+            ["claims-status-" + _status_class(r["status"])]
+            + ["claims-evidence-" + k for k in (r.get("evidence") or ["none"])]
+        )
+        body.append(
+            [
+                _claims.paper_ref(r["ref"]),
+                statement_node(r["statement"]),
+                r["status"],
+                ", ".join(r.get("evidence") or []),
+                has,
+                claims_cell,
+                where,
+            ]
+        )
+    return _table(
+        list(RESULTS_COLUMNS),
+        body,
+        [6, 26, 6, 8, 12, 12, 8],
+        kind="claims-results",
+        labels=app.builder.format == "html",
+        row_classes=classes,
+    )
+
+
 def _write_json(app, exception):
     if exception is not None or app.builder.format != "html":
         return
@@ -510,6 +605,11 @@ def _write_json(app, exception):
         if row["page"]:
             row["page"] = row["page"] + ".html"
     out.write_text(json.dumps(public, indent=1, ensure_ascii=False))
+    results = [dict(r) for r in getattr(app.env, "symbreak_results", [])]
+    for row in results:
+        if row["page"]:
+            row["page"] = row["page"] + ".html"
+    (pathlib.Path(app.outdir) / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
 
 
 def setup(app):
