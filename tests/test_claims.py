@@ -19,44 +19,48 @@ def ledger(tmp_path, monkeypatch):
 
 
 def test_close_holds_and_fails(ledger):
-    assert ledger.close("d-a", "Eq. 6", "equal", 1.0, 1.0 + 1e-9, rtol=1e-6).holds
+    assert ledger.close("d-a", "Eq. 6", "equal", 1.0, 1.0 + 1e-9, rtol=1e-6, evidence="independent").holds
     with pytest.raises(claims.ClaimError, match="d-b"):
-        ledger.close("d-b", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05)
+        ledger.close("d-b", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05, evidence="independent")
 
 
 def test_close_rejects_nan_and_needs_a_tolerance(ledger):
     with pytest.raises(claims.ClaimError):
-        ledger.close("d-c", "Eq. 6", "nan never holds", np.nan, 1.0, rtol=1.0)
+        ledger.close("d-c", "Eq. 6", "nan never holds", np.nan, 1.0, rtol=1.0, evidence="independent")
     with pytest.raises(ValueError, match="rtol"):
-        ledger.close("d-d", "Eq. 6", "no tolerance", 1.0, 1.0)
+        ledger.close("d-d", "Eq. 6", "no tolerance", 1.0, 1.0, evidence="independent")
 
 
 def test_quick_tolerance_is_used_in_quick_mode(ledger, monkeypatch):
     monkeypatch.setenv("BOOK_QUICK", "1")
-    assert ledger.close("d-e", "Eq. 6", "loose in quick mode", 1.04, 1.0, rtol=0.01, quick_rtol=0.05).holds
+    assert ledger.close(
+        "d-e", "Eq. 6", "loose in quick mode", 1.04, 1.0, rtol=0.01, quick_rtol=0.05, evidence="independent"
+    ).holds
     monkeypatch.setenv("BOOK_QUICK", "0")
     with pytest.raises(claims.ClaimError):
-        ledger.close("d-f", "Eq. 6", "tight at full size", 1.04, 1.0, rtol=0.01, quick_rtol=0.05)
+        ledger.close(
+            "d-f", "Eq. 6", "tight at full size", 1.04, 1.0, rtol=0.01, quick_rtol=0.05, evidence="independent"
+        )
 
 
 def test_bound_sign_order_true(ledger):
-    assert ledger.bound("d-g", "Thm 7", "below 2", 1.9, upper=2.0).holds
+    assert ledger.bound("d-g", "Thm 7", "below 2", 1.9, upper=2.0, evidence="independent").holds
     with pytest.raises(claims.ClaimError):
-        ledger.bound("d-h", "Thm 7", "above 2", 1.9, lower=2.0)
-    assert ledger.sign("d-i", "Eq. 5", "positive", [1e-3, 2.0]).holds
+        ledger.bound("d-h", "Thm 7", "above 2", 1.9, lower=2.0, evidence="independent")
+    assert ledger.sign("d-i", "Eq. 5", "positive", [1e-3, 2.0], evidence="independent").holds
     with pytest.raises(claims.ClaimError):
-        ledger.sign("d-j", "Eq. 5", "negative", 0.0, positive=False)
-    assert ledger.order("d-k", "Fig. 1", "increasing", [1, 2, 3]).holds
+        ledger.sign("d-j", "Eq. 5", "negative", 0.0, positive=False, evidence="independent")
+    assert ledger.order("d-k", "Fig. 1", "increasing", [1, 2, 3], evidence="independent").holds
     with pytest.raises(claims.ClaimError):
-        ledger.order("d-l", "Fig. 1", "increasing", [1, 3, 2])
-    assert ledger.true("d-m", "Thm 1", "exact", True).holds
+        ledger.order("d-l", "Fig. 1", "increasing", [1, 3, 2], evidence="independent")
+    assert ledger.true("d-m", "Thm 1", "exact", True, evidence="independent").holds
     with pytest.raises(TypeError):
-        ledger.true("d-n", "Thm 1", "not a bool", 1)
+        ledger.true("d-n", "Thm 1", "not a bool", 1, evidence="independent")
 
 
 def test_bad_input(ledger):
     with pytest.raises(ValueError, match="id"):
-        ledger.close("Bad Id", "Eq. 1", "x", 1.0, 1.0, rtol=1)
+        ledger.close("Bad Id", "Eq. 1", "x", 1.0, 1.0, rtol=1, evidence="independent")
     ledger.record("d-o", "Lemma 2", "derived in the text")
     with pytest.raises(ValueError, match="twice"):
         ledger.record("d-o", "Lemma 2", "again")
@@ -65,11 +69,11 @@ def test_bad_input(ledger):
     with pytest.raises(ValueError, match="paper"):
         claims.Ledger("book/x", "nonsense", glue=False)
     with pytest.raises(TypeError):
-        ledger.close("d-q", "Eq. 1", "x", "1.0", 1.0, rtol=1)
+        ledger.close("d-q", "Eq. 1", "x", "1.0", 1.0, rtol=1, evidence="independent")
 
 
 def test_records_round_trip_and_report(ledger, tmp_path):
-    ledger.close("d-r", "Eq. 6", "equal", 2.0, 2.0, rtol=1e-3)
+    ledger.close("d-r", "Eq. 6", "equal", 2.0, 2.0, rtol=1e-3, evidence="independent")
     ledger.record("d-s", "Lemma 3", "derived", status="derived")
     data = json.loads(ledger.path.read_text())
     assert [c["id"] for c in data["claims"]] == ["d-r", "d-s"]
@@ -87,7 +91,7 @@ def test_records_round_trip_and_report(ledger, tmp_path):
 
 
 def test_reopening_a_page_clears_its_records(ledger, monkeypatch):
-    ledger.close("d-t", "Eq. 6", "equal", 2.0, 2.0, rtol=1e-3)
+    ledger.close("d-t", "Eq. 6", "equal", 2.0, 2.0, rtol=1e-3, evidence="independent")
     again = claims.Ledger("book/demo/page", "autoencoder", glue=False)
     assert json.loads(again.path.read_text())["claims"] == []
 
@@ -106,7 +110,7 @@ def test_diff_reports():
 def test_a_claim_shows_as_one_short_line(ledger):
     """A cell that ends with a claim call shows the claim's repr: one line, not its arrays."""
     big = np.arange(1.0, 301.0)
-    text = repr(ledger.close("d-repr", "Eq. 6", "three hundred values", big, big, rtol=1e-9))
+    text = repr(ledger.close("d-repr", "Eq. 6", "three hundred values", big, big, rtol=1e-9, evidence="independent"))
     assert "\n" not in text and len(text) < 200
     assert text.startswith("Checked on this page (P-Eq. 6): holds; ") and text.endswith(" [report row d-repr]")
     # three hundred values are cut after a whole number, never inside one
@@ -140,13 +144,15 @@ def test_paper_ref_prefixes_the_papers_numbers(ref, shown):
 def test_a_true_claim_can_show_what_it_compares(ledger):
     """``true`` with ``measured`` and ``expected`` records both (a count against the theorem's
     count), not the bare condition against True; ``expected`` alone is refused."""
-    c = ledger.true("d-count", "Eq. 6", "four zero modes", 4 == 4, measured=4, expected=4, fmt="{:d}")
+    c = ledger.true(
+        "d-count", "Eq. 6", "four zero modes", 4 == 4, measured=4, expected=4, fmt="{:d}", evidence="independent"
+    )
     assert c.holds and (c.measured, c.expected) == (4, 4)
     assert ledger.claims[-1]["expected"] == 4
-    plain = ledger.true("d-plain", "Eq. 6", "a property", True)
+    plain = ledger.true("d-plain", "Eq. 6", "a property", True, evidence="independent")
     assert plain.expected is True
     with pytest.raises(ValueError, match="expected needs measured"):
-        ledger.true("d-bad", "Eq. 6", "a property", True, expected=3)
+        ledger.true("d-bad", "Eq. 6", "a property", True, expected=3, evidence="independent")
 
 
 @pytest.mark.parametrize("bad", [None, 3, b"Eq. 6", ["Eq. 6"]])
@@ -234,10 +240,18 @@ def test_evidence_must_be_one_of_four_kinds(ledger, method):
         assert ledger.claims[-1]["evidence"] == kind
 
 
-def test_evidence_is_required_when_the_ledger_says_so(ledger, monkeypatch):
-    monkeypatch.setattr(claims, "REQUIRE_EVIDENCE", True)
-    with pytest.raises(ValueError, match="evidence"):
-        ledger.sign("d-req", "Eq. 6", "x", 1.0)
+@pytest.mark.parametrize("method", ["close", "bound", "sign", "order", "true"])
+def test_evidence_is_required(ledger, method):
+    args = {
+        "close": ((1.0, 1.0), {"rtol": 0.1}),
+        "bound": ((1.0,), {"upper": 2.0}),
+        "sign": ((1.0,), {}),
+        "order": (([1.0, 2.0],), {}),
+        "true": ((True,), {}),
+    }[method]
+    assert claims.REQUIRE_EVIDENCE
+    with pytest.raises(ValueError, match="evidence must be one of"):
+        getattr(ledger, method)("d-req", "Eq. 6", "x", *args[0], **args[1])
 
 
 def test_simulation_records_its_standard_error(ledger):

@@ -72,7 +72,7 @@ def records(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMBREAK_CLAIMS_DIR", str(tmp_path / "claims"))
     monkeypatch.delenv("BOOK_QUICK", raising=False)
     led = claims.Ledger("book/demo/page", "autoencoder", glue=False)
-    led.close("ae-demo-eq6", "Eq. 6", "the law holds", 1.001, 1.0, rtol=0.01)
+    led.close("ae-demo-eq6", "Eq. 6", "the law holds", 1.001, 1.0, rtol=0.01, evidence="independent")
     return led
 
 
@@ -98,7 +98,15 @@ def test_report_joins_records_and_inventory(tmp_path, monkeypatch, records):
 
 
 def test_a_confirmed_deviation_reads_as_one(tmp_path, monkeypatch, records):
-    records.bound("ae-demo-dev", "Eq. D.19", "the printed formula misses", 0.3, lower=0.1, status="deviates")
+    records.bound(
+        "ae-demo-dev",
+        "Eq. D.19",
+        "the printed formula misses",
+        0.3,
+        lower=0.1,
+        status="deviates",
+        evidence="independent",
+    )
     src = _project(
         tmp_path,
         """
@@ -114,8 +122,8 @@ def test_a_confirmed_deviation_reads_as_one(tmp_path, monkeypatch, records):
 def test_a_condition_reads_in_words_not_as_true(tmp_path, monkeypatch, records):
     """A ``Ledger.true`` claim without a measured number shows "holds" against "holds", never
     Python's True; one with a count shows the count against the theorem's."""
-    records.true("ae-demo-cond", "Eq. 7", "the map is symmetric", True)
-    records.true("ae-demo-count", "Eq. 8", "two zero modes", True, measured=2, expected=2)
+    records.true("ae-demo-cond", "Eq. 7", "the map is symmetric", True, evidence="independent")
+    records.true("ae-demo-count", "Eq. 8", "two zero modes", True, measured=2, expected=2, evidence="independent")
     html = _report_html(tmp_path, monkeypatch, [("Eq. 7", "symmetry"), ("Eq. 8", "zero modes")])
     row = re.search(r'<tr[^>]*id="claim-ae-demo-cond".*?</tr>', html, re.S).group(0)
     # each cell: its column label (for narrow screens), a line break, its value
@@ -170,7 +178,15 @@ def test_statements_typeset_their_inline_math(tmp_path, monkeypatch, records):
     and claims.json keeps the statement as written."""
     import re
 
-    records.close("ae-demo-gauge", "Eq. 5", "the gauge $A = S^{1/2}$ is not one (in 5 $ units)", 1.0, 1.0, rtol=0.01)
+    records.close(
+        "ae-demo-gauge",
+        "Eq. 5",
+        "the gauge $A = S^{1/2}$ is not one (in 5 $ units)",
+        1.0,
+        1.0,
+        rtol=0.01,
+        evidence="independent",
+    )
     src = _project(
         tmp_path,
         r"""
@@ -195,7 +211,7 @@ def test_report_rows_filter_by_status_and_link_to_the_cell(tmp_path, monkeypatch
     """Each claim's row carries its status and verdict as classes (the site's status filter,
     _static/claims-report.js, reads them) and links to the cell of its page that records it: the
     cell gets an id from the claim's id, or from the literal start of an f-string id."""
-    records.bound("ae-demo-fam-a", "Eq. 7", "a family", 0.5, upper=1.0, status="reproduced")
+    records.bound("ae-demo-fam-a", "Eq. 7", "a family", 0.5, upper=1.0, status="reproduced", evidence="independent")
     html = _report_html(tmp_path, monkeypatch, [("Eq. 7", "a family"), ("Lemma B.3", "a lemma", "stated")])
     page = (tmp_path / "out" / "book" / "demo" / "page.html").read_text()
     row = re.search(r'<tr class="([^"]*)" id="claim-ae-demo-eq6">(.*?)</tr>', html, re.S)
@@ -299,8 +315,8 @@ def test_results_json_and_a_missing_proof_label_fails_the_build(tmp_path, monkey
     assert set(by_ref) == {"Eq. 6", "Eq. 7", "Eq. 8"}
     for r in results:
         assert {"paper", "ref", "statement", "status", "claims", "evidence", "proof", "page"} <= set(r)
-    # Eq. 6: a proof on the page, but its claim is unlabelled: derived, not reproduced
-    assert by_ref["Eq. 6"]["status"] == "derived" and by_ref["Eq. 6"]["page"] == "book/demo/page.html"
+    # Eq. 6: a proof on the page and an independent check of power 1%: derived and reproduced
+    assert by_ref["Eq. 6"]["status"] == "derived+reproduced" and by_ref["Eq. 6"]["page"] == "book/demo/page.html"
     assert by_ref["Eq. 7"]["status"] == "reproduced" and by_ref["Eq. 7"]["evidence"] == ["simulation"]
     assert by_ref["Eq. 8"]["status"] == "stated" and by_ref["Eq. 8"]["shortfall"] == "proof label not found"
     html = (tmp_path / "out" / "report.html").read_text()

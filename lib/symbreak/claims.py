@@ -104,7 +104,7 @@ REPRODUCING = ("independent", "simulation")
 #: A close claim reproduces a result only when it rejects a theory this far off (relative).
 POWER_LIMIT = 0.10
 #: Whether a comparison without ``evidence=`` is refused.
-REQUIRE_EVIDENCE = False
+REQUIRE_EVIDENCE = True
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -365,7 +365,7 @@ class Ledger:
     Examples
     --------
     >>> led = Ledger("book/autoencoder/lambert", "autoencoder", glue=False, write=False)
-    >>> led.close("ae-demo", "Eq. 6", "a number equals itself", 1.0, 1.0, rtol=1e-12).holds
+    >>> led.close("ae-demo", "Eq. 6", "a number equals itself", 1.0, 1.0, rtol=1e-12, evidence="identity").holds
     True
     """
 
@@ -761,6 +761,27 @@ class Ledger:
         )
 
     # -- helpers ----------------------------------------------------------------------------
+    @staticmethod
+    def se(values, axis=0):
+        """Standard error of the mean of ``values`` over independent replicas or seeds along
+        ``axis``: ``std(ddof=1)/sqrt(n)`` (for the ``se=`` of a simulation claim).
+
+        Raises
+        ------
+        ValueError
+            With fewer than two replicas along ``axis``.
+
+        Examples
+        --------
+        >>> round(float(Ledger.se([1.0, 2.0, 3.0])), 6)
+        0.57735
+        """
+        x = np.asarray(values, dtype=float)
+        n = x.shape[axis] if x.ndim else 1
+        if n < 2:
+            raise ValueError(f"values must hold at least two replicas along axis {axis}, got {n}")
+        return x.std(axis=axis, ddof=1) / np.sqrt(n)
+
     @staticmethod
     def _pick(full, quick):
         return quick if (quick is not None and quick_mode()) else full
