@@ -12,7 +12,13 @@ Enable it in ``_config.yml`` under ``sphinx.extra_extensions`` as ``symbreak.sph
 Directive
 ---------
 ``{claims-report}`` with option ``:paper:`` (one of :data:`symbreak.claims.PAPERS`) renders that
-paper's rows; with ``:summary:`` it renders the counts per paper and status.
+paper's claims (with their evidence kind, resolving power and, for a simulation, ± its standard
+error; a ``seeds`` column when ``seeds.json`` sits in the HTML output); with ``:results:`` as well
+it renders the paper's numbered results with the status computed from their evidence
+(:func:`symbreak.claims.result_status`); with ``:summary:`` it renders the counts of results per
+paper and computed status, and of claims per evidence kind. The build also writes
+``results.json`` (one row per numbered result) next to ``claims.json``, and warns (so the strict
+build fails) on a ``proof`` label that the row's page does not define.
 
 Statements are text with inline math: what sits between ``$…$`` becomes a docutils ``math`` node
 (typeset by MathJax on the site, by LaTeX in the PDF); the rest is plain Unicode text.
