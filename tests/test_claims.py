@@ -367,3 +367,18 @@ def test_build_results_flags_a_missing_proof_label():
     rows, problems = claims.build_results([], inv, {"p": {"thm-a": True, "lem-b": False}})
     assert [r["status"] for r in rows] == ["derived", "stated", "stated"]
     assert len(problems) == 2 and "thm-gone" in problems[0] and "no prf:proof" in problems[1]
+
+
+def test_check_cli_counts_evidence_and_weak_claims(ledger, tmp_path, capsys):
+    ledger.close("d-cli1", "Eq. 6", "strong", 1.0, 1.0, rtol=0.01, evidence="independent")
+    ledger.close("d-cli2", "Eq. 6", "weak", 1.0, 1.0, rtol=0.3, evidence="simulation", se=0.1)
+    ledger.sign("d-cli3", "Eq. 6", "an identity", 1.0, evidence="identity")
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps(ledger.claims))
+    assert claims.main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "evidence identity: 1, independent: 1, simulation: 1" in out
+    assert "close claims with power > 10%: 1" in out and "simulation claims without a standard error: 0" in out
+    bad = [dict(ledger.claims[0], power=0.9)]
+    path.write_text(json.dumps(bad))
+    assert claims.main(["check", str(path)]) == 1

@@ -46,7 +46,7 @@ For every :meth:`Ledger.close` claim the ledger records ``power``: the smallest 
 distortion δ of ``expected`` (``e -> e(1 ± δ)``, element-wise, the worse of the two signs) that the
 check rejects (:func:`resolving_power`); ``inf`` where no scaling can fail it (``expected = 0``,
 ``rtol >= 1`` one way). A :meth:`Ledger.bound` with ``reference=`` (the theory value its limits come
-from) records the same for a shift of its limits by δ·|reference| (:func:`bound_power`). A claim
+from) records the same for a shift of its limits by ``δ·abs(reference)`` (:func:`bound_power`). A claim
 whose ``power`` is at most 0.1 would reject a 10%-wrong theory.
 
 Tolerances may differ between full size and quick mode: pass ``quick_rtol`` / ``quick_atol``
@@ -296,7 +296,7 @@ def resolving_power(measured, expected, *, rtol: float = 0.0, atol: float = 0.0)
 def bound_power(measured, reference, *, lower=None, upper=None) -> float:
     """Resolving power of a bound whose limits come from a theory value ``reference``.
 
-    Each limit is moved towards the measured values by δ·|reference| (a theory ``δ`` off, in the
+    Each limit is moved towards the measured values by ``δ·abs(reference)`` (a theory ``δ`` off, in the
     direction that tightens the limit); the check fails, for a limit, once δ exceeds the smallest
     slack ``(upper - m)/|reference|`` or ``(m - lower)/|reference|``. A two-sided bound has the
     larger of its two (the worse sign); ``inf`` for ``reference = 0``.

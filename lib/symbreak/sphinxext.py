@@ -318,7 +318,7 @@ def _table(headers, body_rows, widths, *, kind="claims-rows", labels=False, row_
     """A docutils table of class ``claims-table`` and ``kind``; with ``labels`` every cell starts
     with its column's name in a ``claims-label`` paragraph, which the site's CSS shows only on
     narrow screens, where each row becomes a card (HTML only: the PDF keeps plain cells)."""
-    table = nodes.table(classes=["claims-table", kind])
+    table = nodes.table(classes=["claims-table", *([kind] if isinstance(kind, str) else kind)])
     group = nodes.tgroup(cols=len(headers))
     table += group
     for w in widths:
@@ -569,7 +569,7 @@ def _results_table(app, fromdocname, paper):
         list(RESULTS_COLUMNS),
         body,
         [6, 26, 6, 8, 12, 12, 8],
-        kind="claims-results",
+        kind=["claims-rows", "claims-results"],  # compact rows and the filter, like the claims' tables
         labels=app.builder.format == "html",
         row_classes=classes,
     )
