@@ -1,5 +1,5 @@
 /* The reproduction report (book/reproduction-report.md, tables by symbreak.sphinxext): a status
-   filter over every claims table of the page, and one line per claim on wide screens, a row opening
+   and evidence filter over every claims table of the page, and one line per claim on wide screens, a row opening
    to its full text when clicked. Plain script, no library, works offline and over file://; without
    it every row shows, in full. */
 (function () {
@@ -39,6 +39,36 @@
       label.appendChild(document.createTextNode(" " + cls.slice(14).replace("derived-reproduced", "derived+reproduced") + " (" + count(cls) + ")"));
       bar.appendChild(label);
     });
+    // the kind of evidence: identity, construction, independent, simulation (a second group)
+    var kinds = [];
+    rows.forEach(function (tr) {
+      tr.classList.forEach(function (c) {
+        if (c.indexOf("claims-evidence-") === 0 && kinds.indexOf(c) < 0) kinds.push(c);
+      });
+    });
+    var kindOrder = ["identity", "construction", "independent", "simulation", "none"];
+    kinds.sort(function (a, b) {
+      return kindOrder.indexOf(a.slice(16)) - kindOrder.indexOf(b.slice(16));
+    });
+    var kindBoxes = [];
+    if (kinds.length) {
+      var kindLegend = document.createElement("span");
+      kindLegend.className = "claims-filter-group";
+      kindLegend.textContent = "and evidence";
+      bar.appendChild(kindLegend);
+    }
+    kinds.forEach(function (cls) {
+      var label = document.createElement("label");
+      var box = document.createElement("input");
+      box.type = "checkbox";
+      box.checked = true;
+      box.value = cls;
+      box.addEventListener("change", apply);
+      kindBoxes.push(box);
+      label.appendChild(box);
+      label.appendChild(document.createTextNode(" " + cls.slice(16).replace("none", "no check") + " (" + count(cls) + ")"));
+      bar.appendChild(label);
+    });
     var fullLabel = document.createElement("label");
     fullLabel.className = "claims-filter-full";
     var full = document.createElement("input");
@@ -55,9 +85,11 @@
     bar.appendChild(shown);
     function apply() {
       var on = boxes.filter(function (b) { return b.checked; }).map(function (b) { return b.value; });
+      var onKinds = kindBoxes.filter(function (b) { return b.checked; }).map(function (b) { return b.value; });
       var n = 0;
       rows.forEach(function (tr) {
-        var show = on.some(function (c) { return tr.classList.contains(c); });
+        var show = on.some(function (c) { return tr.classList.contains(c); }) &&
+          (!kindBoxes.length || onKinds.some(function (c) { return tr.classList.contains(c); }));
         tr.hidden = !show;
         if (show) n += 1;
       });

@@ -19,44 +19,48 @@ def ledger(tmp_path, monkeypatch):
 
 
 def test_close_holds_and_fails(ledger):
-    assert ledger.close("d-a", "Eq. 6", "equal", 1.0, 1.0 + 1e-9, rtol=1e-6).holds
+    assert ledger.close("d-a", "Eq. 6", "equal", 1.0, 1.0 + 1e-9, rtol=1e-6, evidence="independent").holds
     with pytest.raises(claims.ClaimError, match="d-b"):
-        ledger.close("d-b", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05)
+        ledger.close("d-b", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05, evidence="independent")
 
 
 def test_close_rejects_nan_and_needs_a_tolerance(ledger):
     with pytest.raises(claims.ClaimError):
-        ledger.close("d-c", "Eq. 6", "nan never holds", np.nan, 1.0, rtol=1.0)
+        ledger.close("d-c", "Eq. 6", "nan never holds", np.nan, 1.0, rtol=1.0, evidence="independent")
     with pytest.raises(ValueError, match="rtol"):
-        ledger.close("d-d", "Eq. 6", "no tolerance", 1.0, 1.0)
+        ledger.close("d-d", "Eq. 6", "no tolerance", 1.0, 1.0, evidence="independent")
 
 
 def test_quick_tolerance_is_used_in_quick_mode(ledger, monkeypatch):
     monkeypatch.setenv("BOOK_QUICK", "1")
-    assert ledger.close("d-e", "Eq. 6", "loose in quick mode", 1.04, 1.0, rtol=0.01, quick_rtol=0.05).holds
+    assert ledger.close(
+        "d-e", "Eq. 6", "loose in quick mode", 1.04, 1.0, rtol=0.01, quick_rtol=0.05, evidence="independent"
+    ).holds
     monkeypatch.setenv("BOOK_QUICK", "0")
     with pytest.raises(claims.ClaimError):
-        ledger.close("d-f", "Eq. 6", "tight at full size", 1.04, 1.0, rtol=0.01, quick_rtol=0.05)
+        ledger.close(
+            "d-f", "Eq. 6", "tight at full size", 1.04, 1.0, rtol=0.01, quick_rtol=0.05, evidence="independent"
+        )
 
 
 def test_bound_sign_order_true(ledger):
-    assert ledger.bound("d-g", "Thm 7", "below 2", 1.9, upper=2.0).holds
+    assert ledger.bound("d-g", "Thm 7", "below 2", 1.9, upper=2.0, evidence="independent").holds
     with pytest.raises(claims.ClaimError):
-        ledger.bound("d-h", "Thm 7", "above 2", 1.9, lower=2.0)
-    assert ledger.sign("d-i", "Eq. 5", "positive", [1e-3, 2.0]).holds
+        ledger.bound("d-h", "Thm 7", "above 2", 1.9, lower=2.0, evidence="independent")
+    assert ledger.sign("d-i", "Eq. 5", "positive", [1e-3, 2.0], evidence="independent").holds
     with pytest.raises(claims.ClaimError):
-        ledger.sign("d-j", "Eq. 5", "negative", 0.0, positive=False)
-    assert ledger.order("d-k", "Fig. 1", "increasing", [1, 2, 3]).holds
+        ledger.sign("d-j", "Eq. 5", "negative", 0.0, positive=False, evidence="independent")
+    assert ledger.order("d-k", "Fig. 1", "increasing", [1, 2, 3], evidence="independent").holds
     with pytest.raises(claims.ClaimError):
-        ledger.order("d-l", "Fig. 1", "increasing", [1, 3, 2])
-    assert ledger.true("d-m", "Thm 1", "exact", True).holds
+        ledger.order("d-l", "Fig. 1", "increasing", [1, 3, 2], evidence="independent")
+    assert ledger.true("d-m", "Thm 1", "exact", True, evidence="independent").holds
     with pytest.raises(TypeError):
-        ledger.true("d-n", "Thm 1", "not a bool", 1)
+        ledger.true("d-n", "Thm 1", "not a bool", 1, evidence="independent")
 
 
 def test_bad_input(ledger):
     with pytest.raises(ValueError, match="id"):
-        ledger.close("Bad Id", "Eq. 1", "x", 1.0, 1.0, rtol=1)
+        ledger.close("Bad Id", "Eq. 1", "x", 1.0, 1.0, rtol=1, evidence="independent")
     ledger.record("d-o", "Lemma 2", "derived in the text")
     with pytest.raises(ValueError, match="twice"):
         ledger.record("d-o", "Lemma 2", "again")
@@ -65,11 +69,11 @@ def test_bad_input(ledger):
     with pytest.raises(ValueError, match="paper"):
         claims.Ledger("book/x", "nonsense", glue=False)
     with pytest.raises(TypeError):
-        ledger.close("d-q", "Eq. 1", "x", "1.0", 1.0, rtol=1)
+        ledger.close("d-q", "Eq. 1", "x", "1.0", 1.0, rtol=1, evidence="independent")
 
 
 def test_records_round_trip_and_report(ledger, tmp_path):
-    ledger.close("d-r", "Eq. 6", "equal", 2.0, 2.0, rtol=1e-3)
+    ledger.close("d-r", "Eq. 6", "equal", 2.0, 2.0, rtol=1e-3, evidence="independent")
     ledger.record("d-s", "Lemma 3", "derived", status="derived")
     data = json.loads(ledger.path.read_text())
     assert [c["id"] for c in data["claims"]] == ["d-r", "d-s"]
@@ -87,7 +91,7 @@ def test_records_round_trip_and_report(ledger, tmp_path):
 
 
 def test_reopening_a_page_clears_its_records(ledger, monkeypatch):
-    ledger.close("d-t", "Eq. 6", "equal", 2.0, 2.0, rtol=1e-3)
+    ledger.close("d-t", "Eq. 6", "equal", 2.0, 2.0, rtol=1e-3, evidence="independent")
     again = claims.Ledger("book/demo/page", "autoencoder", glue=False)
     assert json.loads(again.path.read_text())["claims"] == []
 
@@ -106,7 +110,7 @@ def test_diff_reports():
 def test_a_claim_shows_as_one_short_line(ledger):
     """A cell that ends with a claim call shows the claim's repr: one line, not its arrays."""
     big = np.arange(1.0, 301.0)
-    text = repr(ledger.close("d-repr", "Eq. 6", "three hundred values", big, big, rtol=1e-9))
+    text = repr(ledger.close("d-repr", "Eq. 6", "three hundred values", big, big, rtol=1e-9, evidence="independent"))
     assert "\n" not in text and len(text) < 200
     assert text.startswith("Checked on this page (P-Eq. 6): holds; ") and text.endswith(" [report row d-repr]")
     # three hundred values are cut after a whole number, never inside one
@@ -140,16 +144,241 @@ def test_paper_ref_prefixes_the_papers_numbers(ref, shown):
 def test_a_true_claim_can_show_what_it_compares(ledger):
     """``true`` with ``measured`` and ``expected`` records both (a count against the theorem's
     count), not the bare condition against True; ``expected`` alone is refused."""
-    c = ledger.true("d-count", "Eq. 6", "four zero modes", 4 == 4, measured=4, expected=4, fmt="{:d}")
+    c = ledger.true(
+        "d-count", "Eq. 6", "four zero modes", 4 == 4, measured=4, expected=4, fmt="{:d}", evidence="independent"
+    )
     assert c.holds and (c.measured, c.expected) == (4, 4)
     assert ledger.claims[-1]["expected"] == 4
-    plain = ledger.true("d-plain", "Eq. 6", "a property", True)
+    plain = ledger.true("d-plain", "Eq. 6", "a property", True, evidence="independent")
     assert plain.expected is True
     with pytest.raises(ValueError, match="expected needs measured"):
-        ledger.true("d-bad", "Eq. 6", "a property", True, expected=3)
+        ledger.true("d-bad", "Eq. 6", "a property", True, expected=3, evidence="independent")
 
 
 @pytest.mark.parametrize("bad", [None, 3, b"Eq. 6", ["Eq. 6"]])
 def test_paper_ref_rejects_what_is_not_a_string(bad):
     with pytest.raises(ValueError, match="ref must be a string"):
         claims.paper_ref(bad)
+
+
+# -- evidence, resolving power, standard errors (issue 23) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("measured", "expected", "rtol", "atol", "power"),
+    [
+        # scalar, rtol only, exact agreement: up e(1+δ) fails past δ = rtol/(1 - rtol), down past
+        # rtol/(1 + rtol); the worse (larger) is the power
+        (1.0, 1.0, 0.05, 0.0, 0.05 / 0.95),
+        # atol only, measured 5% above: up fails past (0.05 + 0.1), down past 0.1 - 0.05
+        (1.05, 1.0, 0.0, 0.1, 0.15),
+        # a negative expected value: the same as its mirror image
+        (-2.0, -2.0, 0.1, 0.0, 0.1 / 0.9),
+        # measured 2% below expected: up fails once 0.95(1+δ) > 0.98, down once 1.05δ > 0.07;
+        # down is worse
+        (0.98, 1.0, 0.05, 0.0, 0.07 / 1.05),
+        # array: the first element to fail decides each sign; element 2 (1% high) fails first
+        # downwards at (0.02 - 0.01)/1.02, element 1 upwards at 0.02/0.98; the worse is 0.02/0.98
+        ([1.0, 2.02], [1.0, 2.0], 0.02, 0.0, 0.02 / 0.98),
+        # both tolerances: |1 - 1.01(1+δ)| <= 0.001 + 0.02 * 1.01(1+δ)
+        (1.0, 1.01, 0.02, 0.001, max(1.001 / (0.98 * 1.01) - 1, 1 - 0.999 / (1.02 * 1.01))),
+        # expected zero: no scaling moves it, the check cannot reject a distortion
+        (0.01, 0.0, 0.0, 0.1, np.inf),
+        # an array with a zero: only the non-zero element can fail
+        ([0.0, 1.0], [0.0, 1.0], 0.0, 0.05, 0.05),
+        # rtol >= 1: scaling up never fails
+        (1.0, 1.0, 1.5, 0.0, np.inf),
+    ],
+)
+def test_resolving_power_against_hand_computed_cases(measured, expected, rtol, atol, power):
+    got = claims.resolving_power(measured, expected, rtol=rtol, atol=atol)
+    assert got == pytest.approx(power, rel=1e-9)
+    # and it is what it says: for the worse sign the distorted check holds just below it and
+    # fails just past it
+    m, e = np.asarray(measured, float), np.asarray(expected, float)
+
+    def passes(d, s):
+        ed = e * (1 + s * d)
+        return bool(np.all(np.abs(m - ed) <= atol + rtol * np.abs(ed)))
+
+    if np.isfinite(power):
+        assert any(passes(power * (1 - 1e-6), s) and not passes(power * (1 + 1e-6), s) for s in (1, -1))
+
+
+def test_both_tolerances_case_by_hand():
+    # m = 1, e = 1.01, rtol 0.02, atol 0.001. Up (e' = 1.01(1+δ) > m): e' - 1 <= 0.001 + 0.02 e'
+    # <=> 0.98 e' <= 1.001 <=> δ <= 1.001/(0.98*1.01) - 1. Down: for e' >= 1, it holds; below,
+    # 1 - e' <= 0.001 + 0.02 e' <=> e' >= 0.999/1.02 <=> δ <= 1 - 0.999/(1.02*1.01).
+    up, down = 1.001 / (0.98 * 1.01) - 1, 1 - 0.999 / (1.02 * 1.01)
+    assert claims.resolving_power(1.0, 1.01, rtol=0.02, atol=0.001) == pytest.approx(max(up, down), rel=1e-12)
+
+
+def test_close_records_power_and_evidence(ledger):
+    ledger.close("d-pw", "Eq. 6", "five percent", 1.0, 1.0, rtol=0.05, evidence="independent")
+    rec = ledger.claims[-1]
+    assert rec["evidence"] == "independent" and rec["power"] == pytest.approx(0.05 / 0.95)
+    ledger.close("d-pw0", "Eq. 6", "zero", 0.0, 0.0, atol=1e-9, evidence="identity")
+    assert ledger.claims[-1]["power"] == "inf"
+    # the JSON round-trip keeps them
+    data = json.loads(ledger.path.read_text())["claims"]
+    assert data[0]["power"] == pytest.approx(0.05 / 0.95) and data[1]["power"] == "inf"
+
+
+@pytest.mark.parametrize("method", ["close", "bound", "sign", "order", "true"])
+def test_evidence_must_be_one_of_four_kinds(ledger, method):
+    args = {
+        "close": ((1.0, 1.0), {"rtol": 0.1}),
+        "bound": ((1.0,), {"upper": 2.0}),
+        "sign": ((1.0,), {}),
+        "order": (([1.0, 2.0],), {}),
+        "true": ((True,), {}),
+    }[method]
+    with pytest.raises(ValueError, match="evidence"):
+        getattr(ledger, method)("d-ev", "Eq. 6", "x", *args[0], evidence="proof", **args[1])
+    for i, kind in enumerate(claims.EVIDENCE):
+        getattr(ledger, method)(f"d-ev-{i}", "Eq. 6", "x", *args[0], evidence=kind, **args[1])
+        assert ledger.claims[-1]["evidence"] == kind
+
+
+@pytest.mark.parametrize("method", ["close", "bound", "sign", "order", "true"])
+def test_evidence_is_required(ledger, method):
+    args = {
+        "close": ((1.0, 1.0), {"rtol": 0.1}),
+        "bound": ((1.0,), {"upper": 2.0}),
+        "sign": ((1.0,), {}),
+        "order": (([1.0, 2.0],), {}),
+        "true": ((True,), {}),
+    }[method]
+    assert claims.REQUIRE_EVIDENCE
+    with pytest.raises(ValueError, match="evidence must be one of"):
+        getattr(ledger, method)("d-req", "Eq. 6", "x", *args[0], **args[1])
+
+
+def test_simulation_records_its_standard_error(ledger):
+    ledger.close("d-se", "Eq. 6", "a mean", 1.02, 1.0, atol=0.06, evidence="simulation", se=0.02, n_se=3)
+    rec = ledger.claims[-1]
+    assert (rec["se"], rec["n_se"], rec["evidence"]) == (0.02, 3, "simulation")
+    ledger.bound("d-se2", "Eq. 6", "means", [0.5, 0.6], upper=1.0, evidence="simulation", se=[0.01, 0.02])
+    assert ledger.claims[-1]["se"] == [0.01, 0.02]
+    with pytest.raises(ValueError, match="se"):
+        ledger.sign("d-se3", "Eq. 6", "x", 1.0, evidence="identity", se=0.1)
+    with pytest.raises(ValueError, match="se"):
+        ledger.sign("d-se4", "Eq. 6", "x", 1.0, evidence="simulation", se=-0.1)
+    with pytest.raises(ValueError, match="n_se"):
+        ledger.sign("d-se5", "Eq. 6", "x", 1.0, evidence="simulation", n_se=3)
+
+
+def test_a_bound_against_a_theory_value_has_a_power(ledger):
+    ledger.bound("d-bp", "Eq. 6", "below theory", 0.9, upper=1.0, reference=1.0, evidence="simulation", se=0.01)
+    assert ledger.claims[-1]["power"] == pytest.approx(0.1)
+    ledger.bound("d-bp2", "Eq. 6", "no reference", 0.9, upper=1.0, evidence="independent")
+    assert ledger.claims[-1]["power"] is None
+    assert claims.bound_power([0.95, 0.99], 2.0, lower=0.9, upper=1.0) == pytest.approx(0.025)
+    assert claims.bound_power(0.5, 0.0, upper=1.0) == np.inf
+
+
+def test_check_recomputes_power_and_validates_evidence(ledger):
+    ledger.close("d-v1", "Eq. 6", "x", [1.0, 2.0], [1.0, 2.01], rtol=0.01, evidence="independent")
+    ledger.sign("d-v2", "Eq. 6", "x", 1.0, evidence="simulation", se=0.1)
+    rows = [dict(r) for r in ledger.claims]
+    assert claims.validate_report(rows) == []
+    bad = [dict(rows[0], power=0.5), dict(rows[1], id="d-v3", evidence="proof")]
+    problems = claims.validate_report(bad)
+    assert any("power 0.5 but its numbers give" in p for p in problems)
+    assert any("evidence 'proof'" in p for p in problems)
+    assert any("without its power" in p for p in claims.validate_report([dict(rows[0], power=None)]))
+
+
+def _claim(evidence, holds=True, kind="close", power=0.05):
+    return {"id": "x", "evidence": evidence, "holds": holds, "kind": kind, "power": power if kind == "close" else None}
+
+
+@pytest.mark.parametrize(
+    ("declared", "backing", "item", "proof_ok", "status", "shortfall"),
+    [
+        # a simulation close claim that rejects a 10%-wrong theory reproduces
+        ("reproduced", [_claim("simulation")], {}, False, "reproduced", ""),
+        # identities and constructions never do
+        (
+            "reproduced",
+            [_claim("identity"), _claim("construction", kind="true")],
+            {},
+            False,
+            "stated",
+            "identity and construction only",
+        ),
+        # a close claim of power 43% does not, unless the row says why its power is coarser
+        ("reproduced", [_claim("independent", power=0.43)], {}, False, "stated", "independent; power 43%"),
+        (
+            "reproduced",
+            [_claim("independent", power=0.43)],
+            {"power_reason": "the paper reads a plot"},
+            False,
+            "reproduced",
+            "",
+        ),
+        # a bound, sign, order or condition from an independent computation has no power to check
+        ("reproduced", [_claim("simulation", kind="sign")], {}, False, "reproduced", ""),
+        # a claim that does not hold backs nothing
+        ("reproduced", [_claim("simulation", holds=None, kind="record")], {}, False, "stated", "no claim that holds"),
+        # derived needs a proof label that resolves
+        ("derived", [], {"proof": "thm-x"}, True, "derived", ""),
+        ("derived", [], {}, False, "stated", "no proof on the page"),
+        ("derived+reproduced", [_claim("identity")], {"proof": "thm-x"}, True, "derived", "identity only"),
+        ("derived+reproduced", [_claim("simulation")], {"proof": "thm-x"}, True, "derived+reproduced", ""),
+        # a stated row with independent evidence is computed as reproduced
+        ("stated", [_claim("independent", power=0.01)], {}, False, "reproduced", ""),
+        ("deviates", [_claim("simulation", kind="bound")], {}, False, "deviates", ""),
+        ("missing", [], {}, False, "missing", ""),
+    ],
+)
+def test_result_status_is_computed_from_the_evidence(declared, backing, item, proof_ok, status, shortfall):
+    got = claims.result_status(dict(item, status=declared), backing, proof_ok=proof_ok)
+    assert got == (status, shortfall)
+
+
+def test_proof_labels_need_a_proof():
+    text = """
+```{prf:theorem} A
+:label: thm-a
+```
+```{prf:proof}
+ok
+```
+```{prf:lemma} B
+:label: lem-b
+```
+```{prf:theorem} C
+:label: thm-c
+```
+:::{prf:proof}
+:label: prf-c
+:::
+"""
+    assert claims.proof_labels(text) == {"thm-a": True, "lem-b": False, "thm-c": True, "prf-c": True}
+
+
+def test_build_results_flags_a_missing_proof_label():
+    inv = [
+        {"paper": "dln", "ref": "Eq. 1", "statement": "s", "status": "derived", "proof": "thm-a", "page": "p"},
+        {"paper": "dln", "ref": "Eq. 2", "statement": "t", "status": "derived", "proof": "thm-gone", "page": "p"},
+        {"paper": "dln", "ref": "Eq. 3", "statement": "u", "status": "derived", "proof": "lem-b", "page": "p"},
+    ]
+    rows, problems = claims.build_results([], inv, {"p": {"thm-a": True, "lem-b": False}})
+    assert [r["status"] for r in rows] == ["derived", "stated", "stated"]
+    assert len(problems) == 2 and "thm-gone" in problems[0] and "no prf:proof" in problems[1]
+
+
+def test_check_cli_counts_evidence_and_weak_claims(ledger, tmp_path, capsys):
+    ledger.close("d-cli1", "Eq. 6", "strong", 1.0, 1.0, rtol=0.01, evidence="independent")
+    ledger.close("d-cli2", "Eq. 6", "weak", 1.0, 1.0, rtol=0.3, evidence="simulation", se=0.1)
+    ledger.sign("d-cli3", "Eq. 6", "an identity", 1.0, evidence="identity")
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps(ledger.claims))
+    assert claims.main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "evidence identity: 1, independent: 1, simulation: 1" in out
+    assert "close claims with power > 10%: 1" in out and "simulation claims without a standard error: 0" in out
+    bad = [dict(ledger.claims[0], power=0.9)]
+    path.write_text(json.dumps(bad))
+    assert claims.main(["check", str(path)]) == 1

@@ -72,7 +72,7 @@ def records(tmp_path, monkeypatch):
     monkeypatch.setenv("SYMBREAK_CLAIMS_DIR", str(tmp_path / "claims"))
     monkeypatch.delenv("BOOK_QUICK", raising=False)
     led = claims.Ledger("book/demo/page", "autoencoder", glue=False)
-    led.close("ae-demo-eq6", "Eq. 6", "the law holds", 1.001, 1.0, rtol=0.01)
+    led.close("ae-demo-eq6", "Eq. 6", "the law holds", 1.001, 1.0, rtol=0.01, evidence="independent")
     return led
 
 
@@ -98,7 +98,15 @@ def test_report_joins_records_and_inventory(tmp_path, monkeypatch, records):
 
 
 def test_a_confirmed_deviation_reads_as_one(tmp_path, monkeypatch, records):
-    records.bound("ae-demo-dev", "Eq. D.19", "the printed formula misses", 0.3, lower=0.1, status="deviates")
+    records.bound(
+        "ae-demo-dev",
+        "Eq. D.19",
+        "the printed formula misses",
+        0.3,
+        lower=0.1,
+        status="deviates",
+        evidence="independent",
+    )
     src = _project(
         tmp_path,
         """
@@ -114,8 +122,8 @@ def test_a_confirmed_deviation_reads_as_one(tmp_path, monkeypatch, records):
 def test_a_condition_reads_in_words_not_as_true(tmp_path, monkeypatch, records):
     """A ``Ledger.true`` claim without a measured number shows "holds" against "holds", never
     Python's True; one with a count shows the count against the theorem's."""
-    records.true("ae-demo-cond", "Eq. 7", "the map is symmetric", True)
-    records.true("ae-demo-count", "Eq. 8", "two zero modes", True, measured=2, expected=2)
+    records.true("ae-demo-cond", "Eq. 7", "the map is symmetric", True, evidence="independent")
+    records.true("ae-demo-count", "Eq. 8", "two zero modes", True, measured=2, expected=2, evidence="independent")
     html = _report_html(tmp_path, monkeypatch, [("Eq. 7", "symmetry"), ("Eq. 8", "zero modes")])
     row = re.search(r'<tr[^>]*id="claim-ae-demo-cond".*?</tr>', html, re.S).group(0)
     # each cell: its column label (for narrow screens), a line break, its value
@@ -161,7 +169,7 @@ def test_claims_tables_carry_column_labels_for_narrow_screens(tmp_path, monkeypa
     for row in rows:
         labels = re.findall(r'<td><p class="claims-label">([^<]*)</p>', row)
         assert labels == list(sphinxext.REPORT_COLUMNS)
-    assert len(sphinxext.REPORT_COLUMNS) == 9 and sphinxext.REPORT_COLUMNS[0] == "id"
+    assert len(sphinxext.REPORT_COLUMNS) == 11 and sphinxext.REPORT_COLUMNS[0] == "id"
 
 
 def test_statements_typeset_their_inline_math(tmp_path, monkeypatch, records):
@@ -170,7 +178,15 @@ def test_statements_typeset_their_inline_math(tmp_path, monkeypatch, records):
     and claims.json keeps the statement as written."""
     import re
 
-    records.close("ae-demo-gauge", "Eq. 5", "the gauge $A = S^{1/2}$ is not one (in 5 $ units)", 1.0, 1.0, rtol=0.01)
+    records.close(
+        "ae-demo-gauge",
+        "Eq. 5",
+        "the gauge $A = S^{1/2}$ is not one (in 5 $ units)",
+        1.0,
+        1.0,
+        rtol=0.01,
+        evidence="independent",
+    )
     src = _project(
         tmp_path,
         r"""
@@ -195,7 +211,7 @@ def test_report_rows_filter_by_status_and_link_to_the_cell(tmp_path, monkeypatch
     """Each claim's row carries its status and verdict as classes (the site's status filter,
     _static/claims-report.js, reads them) and links to the cell of its page that records it: the
     cell gets an id from the claim's id, or from the literal start of an f-string id."""
-    records.bound("ae-demo-fam-a", "Eq. 7", "a family", 0.5, upper=1.0, status="reproduced")
+    records.bound("ae-demo-fam-a", "Eq. 7", "a family", 0.5, upper=1.0, status="reproduced", evidence="independent")
     html = _report_html(tmp_path, monkeypatch, [("Eq. 7", "a family"), ("Lemma B.3", "a lemma", "stated")])
     page = (tmp_path / "out" / "book" / "demo" / "page.html").read_text()
     row = re.search(r'<tr class="([^"]*)" id="claim-ae-demo-eq6">(.*?)</tr>', html, re.S)
@@ -231,3 +247,77 @@ def test_the_error_shown_is_the_one_that_decides(tolerance, text):
     from symbreak.sphinxext import error_text
 
     assert error_text(tolerance) == text
+
+
+def _row_cells(html: str, claim_id: str) -> list[str]:
+    row = re.search(rf'<tr[^>]*id="claim-{claim_id}".*?</tr>', html, re.S).group(0)
+    return [re.sub(r"<[^>]+>", "", c).strip().split("\n")[-1] for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+
+
+def test_report_shows_evidence_power_and_standard_error(tmp_path, monkeypatch, records):
+    """Each claim's row names its evidence, its resolving power and, for a simulation, ± se; the
+    row carries the evidence as a class the filter reads; claims.json carries the same fields."""
+    records.close("ae-demo-sim", "Eq. 7", "a mean", 1.02, 1.0, atol=0.06, evidence="simulation", se=0.02, n_se=3)
+    records.close("ae-demo-id", "Eq. 8", "an identity", 0.0, 0.0, atol=1e-12, evidence="identity")
+    html = _report_html(tmp_path, monkeypatch, [("Eq. 7", "mean"), ("Eq. 8", "identity")])
+    cols = list(sphinxext.REPORT_COLUMNS)
+    sim = dict(zip(cols, _row_cells(html, "ae-demo-sim")))
+    assert sim["measured"] == "1.02 ± 0.02 (tolerance 3 se)" and sim["evidence"] == "simulation"
+    assert sim["power"] == "8%", sim  # up: (0.02 + 0.06)/1 ; down: 0.06 - 0.02 -> 8%
+    ident = dict(zip(cols, _row_cells(html, "ae-demo-id")))
+    assert ident["evidence"] == "identity" and ident["power"] == "none"
+    assert re.search(
+        r'<tr[^>]*class="[^"]*claims-evidence-simulation[^"]*"[^>]*id="claim-ae-demo-sim"', html
+    ) or re.search(r'<tr[^>]*id="claim-ae-demo-sim"[^>]*class="[^"]*claims-evidence-simulation', html)
+    rows = json.loads((tmp_path / "out" / "claims.json").read_text())
+    by_id = {r["id"]: r for r in rows}
+    assert by_id["ae-demo-sim"]["se"] == 0.02 and by_id["ae-demo-sim"]["evidence"] == "simulation"
+    assert by_id["ae-demo-sim"]["power"] == pytest.approx(0.08) and by_id["ae-demo-id"]["power"] == "inf"
+    assert "seeds" not in html.split("<thead>")[-1].split("</thead>")[0]
+
+
+def test_report_shows_seeds_when_seeds_json_exists(tmp_path, monkeypatch, records):
+    (tmp_path / "out").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "out" / "seeds.json").write_text(
+        json.dumps({"seeds": [1, 2, 3], "claims": {"ae-demo-eq6": {"holds": 2, "of": 3}}})
+    )
+    html = _report_html(tmp_path, monkeypatch, [])
+    cols = list(sphinxext.REPORT_COLUMNS)
+    cols.insert(-1, sphinxext.SEEDS_COLUMN)
+    cells = dict(zip(cols, _row_cells(html, "ae-demo-eq6")))
+    assert cells["seeds"] == "2 of 3", cells
+
+
+def test_results_json_and_a_missing_proof_label_fails_the_build(tmp_path, monkeypatch, records):
+    """``results.json`` has one row per numbered result with its computed status; a ``proof`` label
+    that the page does not define is a warning (the strict build fails)."""
+    records.close("ae-demo-sim", "Eq. 7", "a mean", 1.02, 1.0, atol=0.06, evidence="simulation", se=0.02)
+    src = _project(
+        tmp_path,
+        """
+- {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page, proof: ae-demo-thm}
+- {paper: autoencoder, ref: "Eq. 7", statement: "a mean", status: reproduced, page: book/demo/page}
+- {paper: autoencoder, ref: "Eq. 8", statement: "cited", status: derived, page: book/demo/page, proof: ae-demo-gone}
+""",
+    )
+    page = src / "book" / "demo" / "page.rst"
+    page.write_text(
+        page.read_text() + "\n.. prf:theorem:: Law\n   :label: ae-demo-thm\n\n   Text.\n\n.. prf:proof::\n\n   Proof.\n"
+    )
+    (src / "conf.py").write_text("extensions = ['symbreak.sphinxext', 'sphinx_proof']\nproject = 'demo'\n")
+    (src / "report.rst").write_text(
+        (src / "report.rst").read_text() + "\n.. claims-report::\n   :paper: autoencoder\n   :results:\n"
+    )
+    _, warnings = _build(src, tmp_path, monkeypatch)
+    assert "proof label 'ae-demo-gone' is not a prf: label of page 'book/demo/page'" in warnings
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    by_ref = {r["ref"]: r for r in results}
+    assert set(by_ref) == {"Eq. 6", "Eq. 7", "Eq. 8"}
+    for r in results:
+        assert {"paper", "ref", "statement", "status", "claims", "evidence", "proof", "page"} <= set(r)
+    # Eq. 6: a proof on the page and an independent check of power 1%: derived and reproduced
+    assert by_ref["Eq. 6"]["status"] == "derived+reproduced" and by_ref["Eq. 6"]["page"] == "book/demo/page.html"
+    assert by_ref["Eq. 7"]["status"] == "reproduced" and by_ref["Eq. 7"]["evidence"] == ["simulation"]
+    assert by_ref["Eq. 8"]["status"] == "stated" and by_ref["Eq. 8"]["shortfall"] == "proof label not found"
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "claims-results" in html and "declared derived: proof label not found" in html

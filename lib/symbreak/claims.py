@@ -24,6 +24,31 @@ Comparisons
     a row with no numeric check (``derived``, ``stated``, ``missing``): the result is derived in
     the text or only stated; ``holds`` is ``None``.
 
+Evidence
+--------
+Every comparison names the kind of its evidence (``evidence=``, one of :data:`EVIDENCE`):
+
+``identity``
+    an exact relation checked numerically; both sides are computed from the same ingredients.
+``construction``
+    a property true by how the object was built (it guards the code, it reproduces nothing).
+``independent``
+    one quantity computed two independent ways (closed form against autograd, quadrature, an ODE
+    solver, a minimiser, high precision).
+``simulation``
+    a stochastic simulation against theory; pass the standard error of the measured value over
+    independent replicas or seeds as ``se=`` (and, where the tolerance is a number of standard
+    errors, that number as ``n_se=``).
+
+Resolving power
+---------------
+For every :meth:`Ledger.close` claim the ledger records ``power``: the smallest relative
+distortion δ of ``expected`` (``e -> e(1 ± δ)``, element-wise, the worse of the two signs) that the
+check rejects (:func:`resolving_power`); ``inf`` where no scaling can fail it (``expected = 0``,
+``rtol >= 1`` one way). A :meth:`Ledger.bound` with ``reference=`` (the theory value its limits come
+from) records the same for a shift of its limits by ``δ·abs(reference)`` (:func:`bound_power`). A claim
+whose ``power`` is at most 0.1 would reject a 10%-wrong theory.
+
 Tolerances may differ between full size and quick mode: pass ``quick_rtol`` / ``quick_atol``
 (or a ``quick_*`` bound) and the ledger picks the one for the current mode
 (:func:`symbreak.config.quick_mode`).
@@ -50,12 +75,18 @@ from .config import quick_mode
 __all__ = [
     "PAPERS",
     "STATUSES",
+    "EVIDENCE",
+    "resolving_power",
+    "bound_power",
     "ClaimError",
     "Ledger",
     "records_dir",
     "load_records",
     "load_inventory",
     "build_report",
+    "build_results",
+    "result_status",
+    "proof_labels",
     "validate_report",
     "diff_reports",
 ]
@@ -66,6 +97,14 @@ PAPERS = ("platonic", "autoencoder", "dln", "beyond")
 STATUSES = ("derived", "reproduced", "derived+reproduced", "stated", "missing", "deviates")
 #: Statuses whose rows must be backed by at least one computed claim that holds.
 CHECKED_STATUSES = ("reproduced", "derived+reproduced", "deviates")
+#: Kinds of evidence a comparison carries (see the module's docstring).
+EVIDENCE = ("identity", "construction", "independent", "simulation")
+#: Evidence that can reproduce a result (the others check the book's own algebra or code).
+REPRODUCING = ("independent", "simulation")
+#: A close claim reproduces a result only when it rejects a theory this far off (relative).
+POWER_LIMIT = 0.10
+#: Whether a comparison without ``evidence=`` is refused.
+REQUIRE_EVIDENCE = True
 
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -176,6 +215,133 @@ def _fmt(value, fmt: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# resolving power
+# ---------------------------------------------------------------------------------------------
+
+
+def _first_failure(m: np.ndarray, e: np.ndarray, rtol: float, atol: float, s: int) -> np.ndarray:
+    """Smallest δ >= 0 at which ``|m - e(1 + sδ)| <= atol + rtol |e(1 + sδ)|`` stops holding
+    (element-wise; ``inf`` where it never does, e.g. ``e = 0``).
+
+    The margin ``g(δ) = |m - e(1+sδ)| - atol - rtol|e||1+sδ|`` is piecewise linear in δ with kinks
+    where ``e(1+sδ) = m`` and where ``1 + sδ = 0``; the first δ with ``g > 0`` lies on the first
+    segment whose far end (or, on the last segment, whose slope) is positive.
+    """
+    nz = e != 0
+
+    def g(d):
+        ed = e * (1 + s * d)
+        return np.abs(m - ed) - atol - rtol * np.abs(ed)
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k1 = np.where(nz, s * (m - e) / np.where(nz, e, 1.0), np.inf)
+    k1 = np.where(k1 > 0, k1, np.inf)
+    k2 = np.full_like(k1, np.inf if s > 0 else 1.0)
+    ends = np.sort(np.stack([k1, k2]), axis=0)
+    out = np.where(g(np.zeros_like(m)) > 0, 0.0, np.inf)
+    done = out == 0.0
+    a = np.zeros_like(m)
+    for b in ends:
+        fin = np.isfinite(b) & ~done
+        bb = np.where(fin, b, a)
+        ga, gb = g(a), g(bb)
+        hit = fin & (gb > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            root = a - ga * (bb - a) / (gb - ga)
+        out = np.where(hit, root, out)
+        done |= hit
+        a = np.where(fin, bb, a)
+    ga, slope = g(a), g(a + 1.0) - g(a)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = a - ga / slope
+    out = np.where(~done & (slope > 0), root, out)
+    return np.where(nz, out, np.inf)
+
+
+def resolving_power(measured, expected, *, rtol: float = 0.0, atol: float = 0.0) -> float:
+    """The smallest relative distortion of ``expected`` that ``close`` would reject.
+
+    ``expected`` is scaled to ``e(1 + δ)`` and to ``e(1 - δ)`` (every element by the same factor);
+    for each sign the check ``|m - e'| <= atol + rtol |e'|`` first fails, on some element, at a
+    δ (the infimum of the failing δ); the power is the larger of the two (the worse sign). ``inf``
+    where a sign can never fail the check (every ``expected`` zero, or ``rtol >= 1`` upwards). A
+    claim with power 0.05 would reject a theory 5% off in either direction; power 0.43 lets a
+    theory 40% off pass one way.
+
+    Parameters
+    ----------
+    measured, expected : float or array_like
+        As given to :meth:`Ledger.close` (broadcast together).
+    rtol, atol : float
+        The tolerance in effect.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(resolving_power(1.0, 1.0, rtol=0.05), 6)   # (0.05)/(1 - 0.05) upwards
+    0.052632
+    >>> resolving_power(0.0, 0.0, atol=1e-9)
+    inf
+    """
+    m, e = np.broadcast_arrays(np.asarray(measured, float), np.asarray(expected, float))
+    m, e = m.ravel(), e.ravel()
+    if m.size == 0:
+        return math.inf
+    return float(max(np.min(_first_failure(m, e, float(rtol), float(atol), s)) for s in (1, -1)))
+
+
+def bound_power(measured, reference, *, lower=None, upper=None) -> float:
+    """Resolving power of a bound whose limits come from a theory value ``reference``.
+
+    Each limit is moved towards the measured values by ``δ·abs(reference)`` (a theory ``δ`` off, in the
+    direction that tightens the limit); the check fails, for a limit, once δ exceeds the smallest
+    slack ``(upper - m)/|reference|`` or ``(m - lower)/|reference|``. A two-sided bound has the
+    larger of its two (the worse sign); ``inf`` for ``reference = 0``.
+
+    Examples
+    --------
+    >>> round(bound_power(0.9, 1.0, upper=1.0), 6)
+    0.1
+    >>> round(bound_power([0.95, 0.99], 1.0, lower=0.9, upper=1.0), 6)
+    0.05
+    """
+    m = np.asarray(measured, float).ravel()
+    r = float(np.max(np.abs(np.asarray(reference, float))))
+    if r == 0 or not math.isfinite(r):
+        return math.inf
+    slacks = []
+    if upper is not None:
+        slacks.append(float(np.min(upper - m)) / r)
+    if lower is not None:
+        slacks.append(float(np.min(m - lower)) / r)
+    return max(0.0, max(slacks))
+
+
+def _check_evidence(evidence, se, n_se):
+    if evidence is None:
+        if REQUIRE_EVIDENCE:
+            raise ValueError(f"evidence must be one of {EVIDENCE}, got None")
+    elif evidence not in EVIDENCE:
+        raise ValueError(f"evidence must be one of {EVIDENCE}, got {evidence!r}")
+    if se is not None:
+        arr = _real_array("se", se)
+        if not (np.all(np.isfinite(arr)) and np.all(arr >= 0)):
+            raise ValueError(f"se must be finite and >= 0, got {se!r}")
+        if evidence != "simulation":
+            raise ValueError(
+                f"se is the standard error of a simulation: evidence must be 'simulation', got {evidence!r}"
+            )
+    if n_se is not None:
+        if not (isinstance(n_se, numbers.Real) and math.isfinite(n_se) and n_se > 0):
+            raise ValueError(f"n_se must be a number of standard errors > 0, got {n_se!r}")
+        if se is None:
+            raise ValueError("n_se (a tolerance in standard errors) needs se")
+
+
+# ---------------------------------------------------------------------------------------------
 # the ledger a page opens
 # ---------------------------------------------------------------------------------------------
 
@@ -199,7 +365,7 @@ class Ledger:
     Examples
     --------
     >>> led = Ledger("book/autoencoder/lambert", "autoencoder", glue=False, write=False)
-    >>> led.close("ae-demo", "Eq. 6", "a number equals itself", 1.0, 1.0, rtol=1e-12).holds
+    >>> led.close("ae-demo", "Eq. 6", "a number equals itself", 1.0, 1.0, rtol=1e-12, evidence="identity").holds
     True
     """
 
@@ -240,7 +406,25 @@ class Ledger:
 
     # -- the common path of every claim -----------------------------------------------------
     def _add(
-        self, *, id, ref, statement, status, paper, kind, measured, expected, tolerance, holds, detail, fmt, glue_values
+        self,
+        *,
+        id,
+        ref,
+        statement,
+        status,
+        paper,
+        kind,
+        measured,
+        expected,
+        tolerance,
+        holds,
+        detail,
+        fmt,
+        glue_values,
+        evidence=None,
+        power=None,
+        se=None,
+        n_se=None,
     ):
         if not isinstance(id, str) or not _ID.match(id):
             raise ValueError(f"id must be lower-case letters, digits and '-', got {id!r}")
@@ -267,6 +451,10 @@ class Ledger:
             "expected": _jsonable(expected),
             "tolerance": _jsonable(tolerance),
             "holds": None if holds is None else bool(holds),
+            "evidence": evidence,
+            "power": None if power is None else _jsonable(float(power)),
+            "se": _jsonable(se),
+            "n_se": n_se,
             "detail": detail,
             "mode": "quick" if quick_mode() else "full",
             "page": self.page,
@@ -299,12 +487,19 @@ class Ledger:
         status="reproduced",
         paper=None,
         fmt="{:.4g}",
+        evidence=None,
+        se=None,
+        n_se=None,
     ):
         """Claim ``|measured - expected| <= atol + rtol*|expected|`` (element-wise).
 
-        Glues ``id`` (measured), ``id-expected`` and ``id-err`` (largest relative error, as a
-        percentage string when ``expected`` is non-zero, else the absolute error).
+        ``evidence`` is one of :data:`EVIDENCE`; ``se`` the standard error of ``measured`` (a
+        simulation), ``n_se`` how many of them the tolerance is. The record carries ``power``
+        (:func:`resolving_power`). Glues ``id`` (measured), ``id-expected``, ``id-err`` (largest
+        relative error, as a percentage string when ``expected`` is non-zero, else the absolute
+        error) and ``id-power`` (the power as a percentage).
         """
+        _check_evidence(evidence, se, n_se)
         rtol, atol = self._pick(rtol, quick_rtol), self._pick(atol, quick_atol)
         for name, v in (("rtol", rtol), ("atol", atol)):
             if not (isinstance(v, numbers.Real) and math.isfinite(v) and v >= 0):
@@ -326,6 +521,8 @@ class Ledger:
         max_abs = float(np.nanmax(abs_err)) if finite else float("nan")
         max_rel = float(np.nanmax(rel)) if finite and np.any(e != 0) else float("nan")
         err_text = f"{100 * max_rel:.2g}%" if math.isfinite(max_rel) else f"{max_abs:.2g}"
+        power = resolving_power(m, e, rtol=rtol, atol=atol) if finite else math.nan
+        power_text = f"{100 * power:.2g}%" if math.isfinite(power) else "none"
         detail = (
             f"measured {_fmt(measured, fmt)}, expected {_fmt(expected, fmt)}, "
             f"max abs err {max_abs:.3g}, max rel err {max_rel:.3g}; tolerance atol={atol:g}, rtol={rtol:g}"
@@ -343,7 +540,16 @@ class Ledger:
             holds=ok,
             detail=detail,
             fmt=fmt,
-            glue_values={id: _fmt(measured, fmt), f"{id}-expected": _fmt(expected, fmt), f"{id}-err": err_text},
+            glue_values={
+                id: _fmt(measured, fmt),
+                f"{id}-expected": _fmt(expected, fmt),
+                f"{id}-err": err_text,
+                f"{id}-power": power_text,
+            },
+            evidence=evidence,
+            power=power,
+            se=se,
+            n_se=n_se,
         )
 
     def bound(
@@ -361,8 +567,16 @@ class Ledger:
         status="reproduced",
         paper=None,
         fmt="{:.4g}",
+        evidence=None,
+        reference=None,
+        se=None,
+        n_se=None,
     ):
-        """Claim ``lower <= measured <= upper`` (either side may be omitted; ``strict`` for < )."""
+        """Claim ``lower <= measured <= upper`` (either side may be omitted; ``strict`` for < ).
+
+        ``reference`` is the theory value the limits come from: the record then carries its
+        ``power`` (:func:`bound_power`). ``evidence``, ``se``, ``n_se`` as for :meth:`close`."""
+        _check_evidence(evidence, se, n_se)
         lower, upper = self._pick(lower, quick_lower), self._pick(upper, quick_upper)
         if lower is None and upper is None:
             raise ValueError("bound() needs lower or upper")
@@ -384,15 +598,36 @@ class Ledger:
             kind="bound",
             measured=measured,
             expected=expected,
-            tolerance={"lower": lower, "upper": upper, "strict": strict},
+            tolerance={"lower": lower, "upper": upper, "strict": strict, "reference": _jsonable(reference)},
             holds=ok,
             detail=detail,
             fmt=fmt,
             glue_values={id: _fmt(measured, fmt)},
+            evidence=evidence,
+            power=None
+            if reference is None
+            else bound_power(m, _real_array("reference", reference), lower=lower, upper=upper),
+            se=se,
+            n_se=n_se,
         )
 
-    def sign(self, id, ref, statement, measured, *, positive=True, status="reproduced", paper=None, fmt="{:.4g}"):
+    def sign(
+        self,
+        id,
+        ref,
+        statement,
+        measured,
+        *,
+        positive=True,
+        status="reproduced",
+        paper=None,
+        fmt="{:.4g}",
+        evidence=None,
+        se=None,
+        n_se=None,
+    ):
         """Claim ``measured > 0`` (``positive=True``) or ``measured < 0``."""
+        _check_evidence(evidence, se, n_se)
         m = _real_array("measured", measured)
         ok = bool(np.all(np.isfinite(m)) and (np.all(m > 0) if positive else np.all(m < 0)))
         expected = "> 0" if positive else "< 0"
@@ -410,12 +645,29 @@ class Ledger:
             detail=f"measured {_fmt(measured, fmt)}; required {expected}",
             fmt=fmt,
             glue_values={id: _fmt(measured, fmt)},
+            evidence=evidence,
+            se=se,
+            n_se=n_se,
         )
 
     def order(
-        self, id, ref, statement, values, *, increasing=True, strict=True, status="reproduced", paper=None, fmt="{:.4g}"
+        self,
+        id,
+        ref,
+        statement,
+        values,
+        *,
+        increasing=True,
+        strict=True,
+        status="reproduced",
+        paper=None,
+        fmt="{:.4g}",
+        evidence=None,
+        se=None,
+        n_se=None,
     ):
         """Claim that ``values`` (a 1-D sequence) is increasing (or decreasing)."""
+        _check_evidence(evidence, se, n_se)
         v = _real_array("values", values).ravel()
         if v.size < 2:
             raise ValueError("order() needs at least two values")
@@ -436,6 +688,9 @@ class Ledger:
             detail=f"values {_fmt(values, fmt)}; required {expected}",
             fmt=fmt,
             glue_values={id: _fmt(values, fmt)},
+            evidence=evidence,
+            se=se,
+            n_se=n_se,
         )
 
     def true(
@@ -450,12 +705,16 @@ class Ledger:
         status="reproduced",
         paper=None,
         fmt="{:.4g}",
+        evidence=None,
+        se=None,
+        n_se=None,
     ):
         """Claim a condition computed on the page (e.g. an exact property or a count).
 
         ``measured`` and ``expected`` are what the report shows (e.g. a count of zero modes and the
         count the theorem gives, ``"≥ 2"`` for a ratio); ``condition`` decides. Without them the
         report shows the condition itself against ``True``."""
+        _check_evidence(evidence, se, n_se)
         if not isinstance(condition, (bool, np.bool_)):
             raise TypeError(f"condition must be a bool, got {type(condition).__name__}")
         if expected is not None and measured is None:
@@ -476,6 +735,9 @@ class Ledger:
             + ("" if measured is None else f" (measured {_fmt(measured, fmt)})"),
             fmt=fmt,
             glue_values={id: _fmt(shown, fmt)},
+            evidence=evidence,
+            se=se,
+            n_se=n_se,
         )
 
     def record(self, id, ref, statement, *, status="derived", paper=None, measured=None):
@@ -499,6 +761,27 @@ class Ledger:
         )
 
     # -- helpers ----------------------------------------------------------------------------
+    @staticmethod
+    def se(values, axis=0):
+        """Standard error of the mean of ``values`` over independent replicas or seeds along
+        ``axis``: ``std(ddof=1)/sqrt(n)`` (for the ``se=`` of a simulation claim).
+
+        Raises
+        ------
+        ValueError
+            With fewer than two replicas along ``axis``.
+
+        Examples
+        --------
+        >>> round(float(Ledger.se([1.0, 2.0, 3.0])), 6)
+        0.57735
+        """
+        x = np.asarray(values, dtype=float)
+        n = x.shape[axis] if x.ndim else 1
+        if n < 2:
+            raise ValueError(f"values must hold at least two replicas along axis {axis}, got {n}")
+        return x.std(axis=axis, ddof=1) / np.sqrt(n)
+
     @staticmethod
     def _pick(full, quick):
         return quick if (quick is not None and quick_mode()) else full
@@ -575,9 +858,12 @@ def load_inventory(paths) -> list[dict]:
     """The numbered results of the papers, from YAML files (a list of rows each).
 
     Each row: ``paper``, ``ref`` (as the paper numbers it), ``statement``, ``status``
-    (one of :data:`STATUSES`), optional ``page`` (document name where the book treats it),
+    (one of :data:`STATUSES`: what the book declares; the report computes the status from the
+    evidence, :func:`result_status`), optional ``page`` (document name where the book treats it),
     optional ``claims`` (ids of computed claims that back it; by default every claim with the
-    same ``paper`` and ``ref``) and optional ``note``.
+    same ``paper`` and ``ref``), optional ``proof`` (the label of a ``prf:`` proof, or of a
+    statement followed by its proof, on ``page``), optional ``power_reason`` (why a comparison
+    coarser than 10% is all the paper's own accuracy allows) and optional ``note``.
     """
     import yaml
 
@@ -653,6 +939,143 @@ def build_report(records: list[dict], inventory: list[dict]) -> tuple[list[dict]
     return rows, problems
 
 
+#: Kinds of ``prf:`` directive (sphinx-proof) whose label a ``proof:`` of the inventory may name.
+_PRF_START = re.compile(r"^\s*(?:[`:]{3,}\s*\{prf:([a-z]+)\}|\.\.\s+prf:([a-z]+)::)")
+_PRF_LABEL = re.compile(r"^\s*:label:\s*(\S+)\s*$")
+
+
+def proof_labels(text: str) -> dict[str, bool]:
+    """``{label: has a proof}`` for every labelled ``prf:`` directive of a page's source (MyST or
+    reST): a ``prf:proof`` has one; a theorem, lemma, proposition, ... has one when a ``prf:proof``
+    follows it before the next labelled statement."""
+    out: dict[str, bool] = {}
+    lines = text.splitlines()
+    last = None
+    for i, line in enumerate(lines):
+        m = _PRF_START.match(line)
+        if not m:
+            continue
+        kind = m.group(1) or m.group(2)
+        if kind == "proof" and last is not None:
+            out[last] = True
+        label = next((lm.group(1) for lm in map(_PRF_LABEL.match, lines[i + 1 : i + 8]) if lm), None)
+        if label is None:
+            continue
+        out[label] = kind == "proof"
+        last = None if kind == "proof" else label
+    return out
+
+
+def _evidence_text(backing: list[dict]) -> str:
+    """What the claims behind a result have, in a few words ("identity only", "simulation, power 43%")."""
+    held = [r for r in backing if r.get("holds") is True]
+    if not held:
+        return "no claim that holds" if backing else "no claim"
+    kinds = sorted(
+        {r.get("evidence") or "unlabelled" for r in held}, key=lambda k: (EVIDENCE + ("unlabelled",)).index(k)
+    )
+    text = " and ".join(kinds) + (" only" if not set(kinds) & set(REPRODUCING) else "")
+    powers = [_as_float(r.get("power")) for r in held if r.get("kind") == "close" and r.get("evidence") in REPRODUCING]
+    powers = [p for p in powers if p is not None]
+    if powers and min(powers) > POWER_LIMIT:
+        best = min(powers)
+        text += "; power " + ("none" if math.isinf(best) else f"{100 * best:.2g}%")
+    return text
+
+
+def result_status(item: dict, backing: list[dict], *, proof_ok: bool = False) -> tuple[str, str]:
+    """The status of a numbered result, computed from the evidence behind it.
+
+    ``reproduced`` needs at least one ``independent`` or ``simulation`` claim that holds and,
+    when it is a ``close`` claim, rejects a 10%-wrong theory (``power <= POWER_LIMIT``) unless the
+    row states why the paper's own accuracy is coarser (``power_reason``); ``derived`` needs the
+    row's ``proof`` label on its page (``proof_ok``); ``derived+reproduced`` both. A row declared
+    ``deviates`` is that when a claim asserting the deviation holds, one declared ``missing`` stays
+    missing; every other row with neither is ``stated``.
+
+    Returns ``(status, shortfall)``: ``shortfall`` says, where the computed status is weaker than
+    the declared one, what the row has ("identity only", "independent; power 43%", "no proof").
+    """
+    declared = item.get("status")
+    held = [r for r in backing if r.get("holds") is True]
+    if declared == "missing" and not held:
+        return "missing", ""
+    if declared == "deviates":
+        return ("deviates", "") if held else ("stated", _evidence_text(backing))
+    reason = bool(str(item.get("power_reason") or "").strip())
+
+    def reproduces(r):
+        if r.get("evidence") not in REPRODUCING:
+            return False
+        if r.get("kind") != "close" or reason:
+            return True
+        power = _as_float(r.get("power"))
+        return power is not None and power <= POWER_LIMIT
+
+    repro = any(reproduces(r) for r in held)
+    derived = bool(item.get("proof")) and proof_ok
+    status = {(True, True): "derived+reproduced", (False, True): "reproduced", (True, False): "derived"}.get(
+        (derived, repro), "stated"
+    )
+    short = []
+    if declared in ("derived", "derived+reproduced") and not derived:
+        short.append("no proof on the page" if not item.get("proof") else "proof label not found")
+    if declared in ("reproduced", "derived+reproduced") and not repro:
+        short.append(_evidence_text(backing))
+    return status, "; ".join(short)
+
+
+def build_results(records: list[dict], inventory: list[dict], labels: dict | None = None):
+    """One row per numbered result of the papers (``results.json``), its status computed.
+
+    ``labels`` maps a page's document name to :func:`proof_labels` of its source. Returns
+    ``(rows, problems)``; a problem is a ``proof`` label that its page does not define, or that
+    names a statement with no proof after it (the strict build fails on either).
+    """
+    labels = labels or {}
+    by_id = {r["id"]: r for r in records}
+    rows, problems = [], []
+    for item in inventory:
+        ids = item.get("claims")
+        if ids:
+            backing = [by_id[i] for i in ids if i in by_id]
+        else:
+            backing = [r for r in records if r["paper"] == item["paper"] and r["ref"] == item["ref"]]
+        proof = item.get("proof")
+        page = item.get("page")
+        proof_ok = False
+        if proof:
+            found = labels.get(page, {})
+            if proof not in found:
+                problems.append(
+                    f"inventory {item['paper']} {item['ref']}: proof label {proof!r} is not a prf: label of page {page!r}"
+                )
+            elif not found[proof]:
+                problems.append(f"inventory {item['paper']} {item['ref']}: {proof!r} has no prf:proof after it")
+            else:
+                proof_ok = True
+        status, shortfall = result_status(item, backing, proof_ok=proof_ok)
+        kinds = sorted({r.get("evidence") for r in backing if r.get("evidence")}, key=EVIDENCE.index)
+        rows.append(
+            {
+                "paper": item["paper"],
+                "ref": item["ref"],
+                "statement": item["statement"],
+                "status": status,
+                "declared": item["status"],
+                "claims": [r["id"] for r in backing],
+                "evidence": kinds,
+                "has": _evidence_text(backing) if backing else "",
+                "shortfall": shortfall,
+                "power_reason": item.get("power_reason"),
+                "proof": proof,
+                "page": page,
+                "note": item.get("note"),
+            }
+        )
+    return rows, problems
+
+
 def validate_report(rows: list[dict]) -> list[str]:
     """Schema check of ``claims.json`` rows; returns the problems found (empty when valid)."""
     problems = []
@@ -679,7 +1102,54 @@ def validate_report(rows: list[dict]) -> list[str]:
             problems.append(f"{row['id']}: status {row['status']} but holds is {row['holds']}")
         if row["page"] is not None and not isinstance(row["page"], str):
             problems.append(f"{row['id']}: page must be a string or null")
+        problems += _validate_evidence(row)
     return problems
+
+
+def _as_float(value) -> float | None:
+    """A number as stored in JSON (non-finite floats as their repr), else ``None``."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if value in ("inf", "-inf", "nan"):
+        return float(value)
+    return None
+
+
+def _validate_evidence(row: dict) -> list[str]:
+    """The evidence fields of one ``claims.json`` row: ``evidence`` one of :data:`EVIDENCE` on every
+    comparison (once :data:`REQUIRE_EVIDENCE`), ``power`` on every close claim and equal to its
+    recomputation where the measured and expected values are stored in full, ``se`` only on a
+    simulation."""
+    out = []
+    kind, ev = row.get("kind"), row.get("evidence")
+    if kind in ("record", "inventory"):
+        return out
+    if ev is None:
+        if REQUIRE_EVIDENCE:
+            out.append(f"{row['id']}: no evidence kind (one of {EVIDENCE})")
+    elif ev not in EVIDENCE:
+        out.append(f"{row['id']}: evidence {ev!r} not in {EVIDENCE}")
+    if row.get("se") is not None and ev != "simulation":
+        out.append(f"{row['id']}: se on a claim whose evidence is {ev!r}, not a simulation")
+    if kind == "close" and row.get("holds") is not None:
+        power = _as_float(row.get("power"))
+        tol = row.get("tolerance") or {}
+        if power is None:
+            out.append(f"{row['id']}: a close claim without its power")
+        elif not isinstance(row.get("measured"), dict) and not isinstance(row.get("expected"), dict):
+            try:
+                m = np.asarray(row["measured"], float)
+                e = np.asarray(row["expected"], float)
+                again = resolving_power(m, e, rtol=tol.get("rtol") or 0.0, atol=tol.get("atol") or 0.0)
+            except (TypeError, ValueError):
+                again = None
+            if again is not None and not (
+                (math.isinf(again) and math.isinf(power)) or math.isclose(again, power, rel_tol=1e-6, abs_tol=1e-12)
+            ):
+                out.append(f"{row['id']}: power {power!r} but its numbers give {again!r}")
+    return out
 
 
 def diff_reports(old: list[dict], new: list[dict]) -> list[str]:
@@ -689,7 +1159,7 @@ def diff_reports(old: list[dict], new: list[dict]) -> list[str]:
     out = [f"+ {i}: {b[i]['statement']}" for i in sorted(set(b) - set(a))]
     out += [f"- {i}: {a[i]['statement']}" for i in sorted(set(a) - set(b))]
     for i in sorted(set(a) & set(b)):
-        for key in ("status", "holds", "measured", "expected"):
+        for key in ("status", "holds", "measured", "expected", "evidence", "power"):
             if a[i].get(key) != b[i].get(key):
                 out.append(f"~ {i}: {key} {a[i].get(key)!r} -> {b[i].get(key)!r}")
     return out
@@ -722,6 +1192,15 @@ def main(argv=None) -> int:
             counts[r["paper"]][r["status"]] += 1
         for paper, by in sorted(counts.items()):
             print(paper, ", ".join(f"{k}: {v}" for k, v in sorted(by.items())))
+        by_evidence: dict = {}
+        for r in rows:
+            if r.get("kind") not in ("record", "inventory"):
+                by_evidence[str(r.get("evidence"))] = by_evidence.get(str(r.get("evidence")), 0) + 1
+        print("evidence", ", ".join(f"{k}: {v}" for k, v in sorted(by_evidence.items())))
+        weak = [r["id"] for r in rows if r.get("kind") == "close" and (_as_float(r.get("power")) or 0) > POWER_LIMIT]
+        print(f"close claims with power > {POWER_LIMIT:.0%}: {len(weak)}")
+        no_se = [r["id"] for r in rows if r.get("evidence") == "simulation" and r.get("se") is None]
+        print(f"simulation claims without a standard error: {len(no_se)}")
         print(
             f"{len(rows)} rows, {sum(r['holds'] is True for r in rows)} hold, "
             f"{sum(r['holds'] is False for r in rows)} fail, {len(problems)} problems"

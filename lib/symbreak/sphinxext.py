@@ -12,7 +12,13 @@ Enable it in ``_config.yml`` under ``sphinx.extra_extensions`` as ``symbreak.sph
 Directive
 ---------
 ``{claims-report}`` with option ``:paper:`` (one of :data:`symbreak.claims.PAPERS`) renders that
-paper's rows; with ``:summary:`` it renders the counts per paper and status.
+paper's claims (with their evidence kind, resolving power and, for a simulation, ± its standard
+error; a ``seeds`` column when ``seeds.json`` sits in the HTML output); with ``:results:`` as well
+it renders the paper's numbered results with the status computed from their evidence
+(:func:`symbreak.claims.result_status`); with ``:summary:`` it renders the counts of results per
+paper and computed status, and of claims per evidence kind. The build also writes
+``results.json`` (one row per numbered result) next to ``claims.json``, and warns (so the strict
+build fails) on a ``proof`` label that the row's page does not define.
 
 Statements are text with inline math: what sits between ``$…$`` becomes a docutils ``math`` node
 (typeset by MathJax on the site, by LaTeX in the PDF); the rest is plain Unicode text.
@@ -61,7 +67,7 @@ def statement_node(text: str) -> nodes.paragraph:
 
 class ClaimsReport(Directive):
     has_content = False
-    option_spec = {"paper": directives.unchanged, "summary": directives.flag}
+    option_spec = {"paper": directives.unchanged, "summary": directives.flag, "results": directives.flag}
 
     def run(self):
         paper = self.options.get("paper")
@@ -70,6 +76,7 @@ class ClaimsReport(Directive):
         node = claims_report_node()
         node["paper"] = paper
         node["summary"] = "summary" in self.options
+        node["results"] = "results" in self.options
         # Sphinx's math domain decides at read time, from the doctree, whether a page loads MathJax;
         # the statements' formulas arrive only when the tables replace this node, so it carries one.
         node += nodes.math("", "")
@@ -88,6 +95,20 @@ def _collect(app, env):
         logger.warning(f"claims inventory: {err}", type="claims")
         inventory = []
     rows, problems = _claims.build_report(records, inventory)
+    labels = {}
+    for item in inventory:
+        page = item.get("page")
+        if item.get("proof") and page in env.all_docs and page not in labels:
+            try:
+                labels[page] = _claims.proof_labels(pathlib.Path(env.doc2path(page)).read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                labels[page] = {}
+    results, result_problems = _claims.build_results(records, inventory, labels)
+    problems += result_problems
+    results.sort(
+        key=lambda r: (_claims.PAPERS.index(r["paper"]) if r["paper"] in _claims.PAPERS else 99, _ref_key(r["ref"]))
+    )
+    env.symbreak_results = results
     for item in inventory:
         page = item.get("page")
         if page and page not in env.all_docs:
@@ -256,7 +277,8 @@ def _fmt(value) -> str:
                 s.append(f"abs. err {got_abs:.2g}")
             return "; ".join(s)
         if "lower" in value or "upper" in value:
-            return ""
+            ref = value.get("reference")
+            return "" if ref is None else f"reference {_fmt(ref)}"
         if {"size", "min", "max"} <= value.keys():  # a large array, recorded by its range
             return f"{value['size']} values, {_fmt(value['min'])} … {_fmt(value['max'])}"
         return ", ".join(f"{k} {_fmt(v)}" for k, v in value.items())
@@ -296,7 +318,7 @@ def _table(headers, body_rows, widths, *, kind="claims-rows", labels=False, row_
     """A docutils table of class ``claims-table`` and ``kind``; with ``labels`` every cell starts
     with its column's name in a ``claims-label`` paragraph, which the site's CSS shows only on
     narrow screens, where each row becomes a card (HTML only: the PDF keeps plain cells)."""
-    table = nodes.table(classes=["claims-table", kind])
+    table = nodes.table(classes=["claims-table", *([kind] if isinstance(kind, str) else kind)])
     group = nodes.tgroup(cols=len(headers))
     table += group
     for w in widths:
@@ -335,18 +357,74 @@ REPORT_COLUMNS = (
     "measured",
     "compared with",
     "error (tolerance)",
+    "evidence",
+    "power",
     "verdict",
     "where",
 )
+#: The column added when ``seeds.json`` (``make seeds``) sits in the HTML output.
+SEEDS_COLUMN = "seeds"
+
+
+def power_text(row) -> str:
+    """A claim's resolving power as the report shows it: a percentage, "none" where no distortion of
+    the reference value can fail the check, empty where the claim has no power (not a close claim,
+    nor a bound against a reference value)."""
+    power = _claims._as_float(row.get("power"))
+    if power is None:
+        return ""
+    if math.isinf(power):
+        return "none"
+    return f"{100 * power:.2g}%" if power >= 1e-4 else f"{100 * power:.0e}%"
+
+
+def measured_text(row) -> str:
+    """The measured value, with ``± se`` (and the number of standard errors the tolerance is)
+    for a simulation that records its standard error."""
+    text = _shown(row, "measured")
+    se = row.get("se")
+    if se is None or not text:
+        return text
+    shown = f"{text} ± {_fmt(se)}"
+    n = row.get("n_se")
+    return shown + (f" (tolerance {n:g} se)" if isinstance(n, (int, float)) else "")
+
+
+def seeds_text(row, seeds) -> str:
+    """``k of n`` seeds on which a claim held (``seeds.json``), empty where it was not rerun."""
+    entry = (seeds or {}).get("claims", {}).get(row.get("id"))
+    if not isinstance(entry, dict) or "holds" not in entry or "of" not in entry:
+        return ""
+    return f"{entry['holds']} of {entry['of']}"
+
+
+def load_seeds(outdir) -> dict | None:
+    """``seeds.json`` of the HTML output (``{"seeds": [...], "claims": {id: {"holds", "of"}}}``),
+    ``None`` where it is absent or unreadable."""
+    path = pathlib.Path(outdir) / "seeds.json"
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        logger.warning(f"claims: {path} is not JSON; the report shows no seeds column", type="claims")
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), dict):
+        logger.warning(f"claims: {path} has no 'claims' object; the report shows no seeds column", type="claims")
+        return None
+    return data
 
 
 def _resolve(app, doctree, fromdocname):
     env = app.env
     rows = getattr(env, "symbreak_claims_rows", [])
     for node in list(doctree.findall(claims_report_node)):
+        if node["results"]:
+            node.replace_self(_results_table(app, fromdocname, node["paper"]))
+            continue
         if node["summary"]:
             counts: dict = {}
-            for r in rows:
+            for r in getattr(env, "symbreak_results", []):
                 counts.setdefault(r["paper"], {}).setdefault(r["status"], 0)
                 counts[r["paper"]][r["status"]] += 1
             body = []
@@ -355,10 +433,31 @@ def _resolve(app, doctree, fromdocname):
                     continue
                 by = counts[paper]
                 body.append([paper] + [by.get(s, 0) for s in _claims.STATUSES] + [sum(by.values())])
-            node.replace_self(_table(["paper", *_claims.STATUSES, "rows"], body, [3] + [2] * 7, kind="claims-summary"))
+            table = _table(["paper", *_claims.STATUSES, "results"], body, [3] + [2] * 7, kind="claims-summary")
+            kinds = (*_claims.EVIDENCE, None)
+            ev: dict = {}
+            for r in rows:
+                if r.get("kind") in ("record", "inventory"):
+                    continue
+                ev.setdefault(r["paper"], {}).setdefault(r.get("evidence"), 0)
+                ev[r["paper"]][r.get("evidence")] += 1
+            weak: dict = {}
+            for r in rows:
+                power = _claims._as_float(r.get("power"))
+                if r.get("kind") == "close" and power is not None and power > _claims.POWER_LIMIT:
+                    weak[r["paper"]] = weak.get(r["paper"], 0) + 1
+            body = [
+                [paper] + [ev[paper].get(k, 0) for k in kinds] + [weak.get(paper, 0)]
+                for paper in _claims.PAPERS
+                if paper in ev
+            ]
+            heads = ["paper", *_claims.EVIDENCE, "unlabelled", f"close claims with power > {_claims.POWER_LIMIT:.0%}"]
+            evidence = _table(heads, body, [3] + [2] * 6, kind="claims-summary")
+            node.replace_self([table, evidence])
             continue
         body, ids, classes = [], [], []
         anchors = getattr(env, "symbreak_claim_anchors", {})
+        seeds = load_seeds(app.outdir) if app.builder.format == "html" else None
         for r in rows:
             if node["paper"] and r["paper"] != node["paper"]:
                 continue
@@ -371,6 +470,7 @@ def _resolve(app, doctree, fromdocname):
                 [
                     "claims-status-" + _status_class(r.get("status")),
                     "claims-holds-" + {True: "yes", False: "no", None: "none"}[r["holds"]],
+                    "claims-evidence-" + (r.get("evidence") or "none"),
                 ]
             )
             where = nodes.paragraph()
@@ -391,23 +491,88 @@ def _resolve(app, doctree, fromdocname):
                     _claims.paper_ref(r["ref"]),
                     r["status"],
                     statement_node(statement),
-                    _shown(r, "measured"),
+                    measured_text(r),
                     _shown(r, "expected"),
                     error_text(r["tolerance"]),
+                    r.get("evidence") or "",
+                    power_text(r),
                     verdict,
+                    *([seeds_text(r, seeds)] if seeds is not None else []),
                     where,
                 ]
             )
+        columns = list(REPORT_COLUMNS)
+        widths = [8, 6, 6, 24, 8, 8, 9, 5, 4, 3, 10]
+        if seeds is not None:
+            columns.insert(-1, SEEDS_COLUMN)
+            widths.insert(-1, 3)
         node.replace_self(
             _table(
-                list(REPORT_COLUMNS),
+                columns,
                 body,
-                [8, 6, 6, 26, 8, 8, 9, 3, 10],
+                widths,
                 labels=app.builder.format == "html",
                 row_ids=ids,
                 row_classes=classes,
             )
         )
+
+
+#: The columns of the table of numbered results (``{claims-report}`` with ``:results:``).
+RESULTS_COLUMNS = ("result", "statement", "status", "evidence", "what it has", "claims", "where")
+
+
+def _results_table(app, fromdocname, paper):
+    """The numbered results of one paper with their computed status, the evidence behind them,
+    what a row that falls short has (or why its power is coarser), and links to its claims."""
+    env = app.env
+    body, classes = [], []
+    for r in getattr(env, "symbreak_results", []):
+        if paper and r["paper"] != paper:
+            continue
+        has = r.get("shortfall") or r.get("has") or ""
+        if r.get("power_reason"):
+            has = (has + "; " if has else "") + "power coarser: " + r["power_reason"]
+        if r["status"] != r.get("declared") and r.get("declared") not in (None, "stated"):
+            has = f"declared {r['declared']}" + (f": {has}" if has else "")
+        claims_cell = nodes.paragraph()
+        for i, cid in enumerate(r.get("claims") or []):
+            if i:
+                claims_cell += nodes.Text(", ")
+            claims_cell += nodes.reference(
+                "", "", nodes.literal(text=cid), internal=True, refuri="#" + nodes.make_id("claim-" + cid)
+            )
+        where = nodes.paragraph()
+        page = r.get("page")
+        if page and page in env.all_docs:
+            uri = app.builder.get_relative_uri(fromdocname, page)
+            if r.get("proof"):
+                uri += "#" + r["proof"]
+            title = env.titles[page].astext() if page in env.titles else page
+            where += nodes.reference("", title, internal=True, refuri=uri)
+        classes.append(
+            ["claims-status-" + _status_class(r["status"])]
+            + ["claims-evidence-" + k for k in (r.get("evidence") or ["none"])]
+        )
+        body.append(
+            [
+                _claims.paper_ref(r["ref"]),
+                statement_node(r["statement"]),
+                r["status"],
+                ", ".join(r.get("evidence") or []),
+                has,
+                claims_cell,
+                where,
+            ]
+        )
+    return _table(
+        list(RESULTS_COLUMNS),
+        body,
+        [6, 26, 6, 8, 12, 12, 8],
+        kind=["claims-rows", "claims-results"],  # compact rows and the filter, like the claims' tables
+        labels=app.builder.format == "html",
+        row_classes=classes,
+    )
 
 
 def _write_json(app, exception):
@@ -431,6 +596,10 @@ def _write_json(app, exception):
                 "expected",
                 "tolerance",
                 "holds",
+                "evidence",
+                "power",
+                "se",
+                "n_se",
                 "detail",
                 "mode",
                 "page",
@@ -442,6 +611,11 @@ def _write_json(app, exception):
         if row["page"]:
             row["page"] = row["page"] + ".html"
     out.write_text(json.dumps(public, indent=1, ensure_ascii=False))
+    results = [dict(r) for r in getattr(app.env, "symbreak_results", [])]
+    for row in results:
+        if row["page"]:
+            row["page"] = row["page"] + ".html"
+    (pathlib.Path(app.outdir) / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
 
 
 def setup(app):
