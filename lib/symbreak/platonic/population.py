@@ -131,10 +131,10 @@ def entropy_term(net: EDLN, task: Task, weights, *, per_layer: bool = False):
 
     .. math::
 
-        E\\|\\nabla_{W_i}\\ell\\|^2 = 4\\big[\\tr(C_i\\Omega)\\tr(H_i\\Sigma_x)
-        + 2\\tr(C_i A\\Sigma_x H_i \\Sigma_x A^\\top)\\big],
+        E\\|\\nabla_{W_i}\\ell\\|^2 = 4\\big[\\tr(\\Gamma_{i+1}\\Omega)\\tr(K_i\\Sigma_x)
+        + 2\\tr(\\Gamma_{i+1} A\\Sigma_x K_i \\Sigma_x A^\\top)\\big],
 
-    with ``C_i = Q_i Q_iᵀ``, ``H_i = P_iᵀ P_i``, ``Ω = E[r rᵀ] = A Σx Aᵀ + Σε``. At a global
+    with ``Γ_{i+1} = Q_i Q_iᵀ``, ``K_i = P_iᵀ P_i``, ``Ω = E[r rᵀ] = A Σx Aᵀ + Σε``. At a global
     minimum (``A = 0``) this is ``4 tr(Q_iᵀ Σε Q_i) tr(P_i Σx P_iᵀ)``.
 
     Returns
@@ -163,9 +163,9 @@ def gradient_moments(net: EDLN, task: Task, weights):
 
     For each layer ``W_i`` returns ``(E[∇ ∇ᵀ], E[∇ᵀ ∇])`` with ``∇ = ∇_{W_i} ℓ``:
 
-    * ``E[∇ ∇ᵀ] = 4 Q_iᵀ (tr(H_i Σx) Ω + 2 A Σx H_i Σx Aᵀ) Q_i`` (``d_out × d_out``; its diagonal
+    * ``E[∇ ∇ᵀ] = 4 Q_iᵀ (tr(K_i Σx) Ω + 2 A Σx K_i Σx Aᵀ) Q_i`` (``d_out × d_out``; its diagonal
       holds the row norms ``E‖∇_{W_i^{j:}} ℓ‖²``),
-    * ``E[∇ᵀ ∇] = 4 P_i (tr(C_i Ω) Σx + 2 Σx Aᵀ C_i A Σx) P_iᵀ`` (``d_in × d_in``; its diagonal holds
+    * ``E[∇ᵀ ∇] = 4 P_i (tr(Γ_{i+1} Ω) Σx + 2 Σx Aᵀ Γ_{i+1} A Σx) P_iᵀ`` (``d_in × d_in``; its diagonal holds
       the column norms ``E‖∇_{W_i^{:j}} ℓ‖²``).
 
     Both have trace ``E‖∇_{W_i} ℓ‖²``. Stationarity of ``S`` under ``W_{k+1} → W_{k+1} T``,
@@ -343,11 +343,11 @@ def _entropy_and_loss_gradients(net, task, ws, gamma):
     """``∇(L + γ S)`` for stacked weights; ``gamma`` of shape (R,) or a scalar.
 
     Reverse mode by hand. With ``A Σx``, ``Z_i = Q_iᵀ A Σx`` and ``X_i = P_i Z_iᵀ = P_i Σx Aᵀ Q_i``,
-    the layer term ``S_i = 4[tr(C_iΩ) tr(H_iΣx) + 2‖X_i‖²]`` has the partial derivatives
+    the layer term ``S_i = 4[tr(Γ_{i+1}Ω) tr(K_iΣx) + 2‖X_i‖²]`` has the partial derivatives
 
-    * ``∂S_i/∂Q_i = 8 tr(H_iΣx) Ω Q_i + 16 A Σx P_iᵀ X_i``,
-    * ``∂S_i/∂P_i = 8 tr(C_iΩ) P_i Σx + 16 X_i Z_i``,
-    * ``∂S_i/∂A = Q_i (8 tr(H_iΣx) Z_i + 16 X_iᵀ P_i Σx)``;
+    * ``∂S_i/∂Q_i = 8 tr(K_iΣx) Ω Q_i + 16 A Σx P_iᵀ X_i``,
+    * ``∂S_i/∂P_i = 8 tr(Γ_{i+1}Ω) P_i Σx + 16 X_i Z_i``,
+    * ``∂S_i/∂A = Q_i (8 tr(K_iΣx) Z_i + 16 X_iᵀ P_i Σx)``;
 
     they are then pulled back along ``P_{i+1} = W_i P_i``, ``Q_{i-1} = Q_i W_i`` and
     ``U = Q_i W_i P_i`` (checked against automatic differentiation in the tests).
