@@ -16,6 +16,8 @@ paper's rows; with ``:summary:`` it renders the counts per paper and status.
 
 Statements are text with inline math: what sits between ``$…$`` becomes a docutils ``math`` node
 (typeset by MathJax on the site, by LaTeX in the PDF); the rest is plain Unicode text.
+
+Extra: ``symbreak[book]`` (Sphinx and docutils, which this module imports, come with Jupyter Book).
 """
 
 from __future__ import annotations
