@@ -188,7 +188,10 @@ _IMPORT_EVERY_MODULE = textwrap.dedent(
                 yield node.module
 
     modules, missing, failed = [], {}, {}
-    for info in pkgutil.walk_packages(symbreak.__path__, "symbreak."):
+    def walk_error(name):
+        failed[name] = "raised while walk_packages imported it: " + repr(sys.exc_info()[1])
+
+    for info in pkgutil.walk_packages(symbreak.__path__, "symbreak.", onerror=walk_error):
         name = info.name
         if name.endswith("__main__"):
             continue
