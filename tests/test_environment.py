@@ -298,7 +298,7 @@ def test_dependency_checks_pass_in_the_binder_environment(binder_env):
     """The normal suite's dependency checks (``tests/test_requirements.py``) pass in an environment
     installed from the requirement files alone, as ``make test`` builds it from a fresh clone: the
     files agree with pyproject.toml, every import is declared, and JupyterLab's MyST extension
-    (``jupyterlab-myst``, which renders theorems, glue and references when a page is opened as a
+    (``jupyterlab-myst``, which renders theorems, exercises and references when a page is opened as a
     notebook) is installed, enabled and compatible with Binder's JupyterLab."""
     binder_env.run(
         [

@@ -157,7 +157,7 @@ def test_every_import_of_the_library_is_declared():
 
 
 def test_jupyterlab_myst_is_enabled_in_this_environment():
-    """JupyterLab renders MyST (theorems, glue, references) when a page is opened as a notebook:
+    """JupyterLab renders MyST (theorems, exercises, references) when a page is opened as a notebook:
     the extension is installed, enabled and compatible with this JupyterLab (no "X")."""
     jupyter = pathlib.Path(sys.executable).parent / "jupyter"
     out = subprocess.run([str(jupyter), "labextension", "list"], capture_output=True, text=True, timeout=120)
