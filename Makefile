@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test quick-book figures benchmark mutation lint format clean distclean vendor browser pdf
+.PHONY: book test quick-book figures benchmark mutation lint format clean distclean vendor browser pdf envtest requirements
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,17 @@ endif
 ## make test: library tests, then every page executed in quick mode
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+## make envtest: the environments users get, built in fresh venvs as they would build them: Binder's
+## (binder/requirements.txt, then binder/postBuild: a non-editable install) with every module of the
+## installed package imported and one page of each chapter executed in quick mode (slow; CI runs it)
+envtest: $(STAMP)
+	$(BIN)/python -m pytest -m envtest -n 0 -p no:cacheprovider tests/test_environment.py -v
+	@cat _build/envtest/times.json
+
+## make requirements: write requirements.txt and binder/requirements.txt from pyproject.toml
+requirements:
+	$(PYTHON) tools/requirements.py
 
 ## make quick-book: the same site with every simulation in quick mode (a preview)
 quick-book: $(STAMP) vendor

@@ -33,6 +33,13 @@ each other:
     The house plotting style: theory dashed, simulation solid, one colour per mode or parameter.
 ``symbreak.validation``
     Checks at the public boundary that raise ``ValueError`` naming the parameter.
+
+Dependencies (``pyproject.toml``): ``pip install .`` installs the core (NumPy, SciPy, matplotlib,
+tqdm, numba, mpmath, PyYAML, Pillow), enough to import every module but the book's Sphinx extension
+``symbreak.sphinxext``; the optional parts are extras, and a module's docstring names the extra it
+needs: ``symbreak[torch]`` (PyTorch references and the torch device path), ``symbreak[beyond]`` (the
+part *Beyond the theorems*: PyTorch and scikit-learn), ``symbreak[distributed]`` (sweeps on a Dask
+cluster) and ``symbreak[book]`` (the toolchain that builds and runs the book).
 """
 
 __version__ = "0.1.0"

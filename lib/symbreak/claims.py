@@ -56,6 +56,10 @@ Tolerances may differ between full size and quick mode: pass ``quick_rtol`` / ``
 Records go to ``<book root>/_build/claims/<mode>/<page>.json`` (the book root is the nearest
 folder above the working directory holding ``_toc.yml``), or to ``$SYMBREAK_CLAIMS_DIR`` when set.
 Outside a book checkout nothing is written; the checks still run.
+
+Extra: ``symbreak[book]`` to glue the claims into a page (myst-nb's ``glue``, used only inside a
+notebook kernel); the checks, the records and the report need only the core dependencies (PyYAML
+reads the inventories).
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ Contents
     (:func:`check_interrupt`) and a progress bar.
 :class:`TorchWishartBlockSampler`
     The minibatch draws on a torch device (the GPU path).
+
+Extra: ``symbreak[torch]`` for :class:`TorchWishartBlockSampler` (PyTorch); the rest needs only the
+core dependencies (NumPy, and numba for the compiled sampler in ``symbreak._sfc64``).
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ slider values for each parameter. :func:`show` displays it in one of two ways:
 
 ``SYMBREAK_EXPLORER=live`` or ``=static`` forces a mode. The library's maths modules never import
 this one; notebooks do.
+
+Extra: ``symbreak[book]`` for the live mode (ipywidgets and IPython); the static mode needs only the
+core dependencies (matplotlib and Pillow).
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ Conventions shared by every chapter:
   notebook displays or glues.
 
 The library's maths modules never import this one; notebooks do, in hidden-input cells.
+
+Extra: ``symbreak[book]`` for the notebook's inline figures (IPython's formatter, which
+:func:`use_style` installs only inside an IPython kernel); everything else needs only the core
+dependencies.
 """
 
 from __future__ import annotations

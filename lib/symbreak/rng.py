@@ -4,6 +4,9 @@ The book never calls ``numpy.random`` global functions or an unseeded generator;
 gives the same numbers. Independent streams (one per replica chunk, per chapter figure, ...) are
 derived from one seed with :class:`numpy.random.SeedSequence`, which makes them statistically
 independent and reproducible.
+
+Extra: ``symbreak[torch]`` for :func:`torch_generator` (PyTorch); the NumPy generators need only
+the core dependencies.
 """
 
 from __future__ import annotations

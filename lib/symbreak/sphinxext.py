@@ -22,6 +22,8 @@ build fails) on a ``proof`` label that the row's page does not define.
 
 Statements are text with inline math: what sits between ``$…$`` becomes a docutils ``math`` node
 (typeset by MathJax on the site, by LaTeX in the PDF); the rest is plain Unicode text.
+
+Extra: ``symbreak[book]`` (Sphinx and docutils, which this module imports, come with Jupyter Book).
 """
 
 from __future__ import annotations
