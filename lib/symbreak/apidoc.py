@@ -6,6 +6,8 @@ builds under the strict build (``-W -n``): NumPy-style sections, no type hints i
 signatures longer than 60 characters written one parameter per line (a phone shows them without
 scrolling the page), and the informal type names of numpydoc (``array_like``, ``int, optional``,
 ...) shown as text rather than looked up as cross-references.
+
+Extra: ``symbreak[book]`` (Sphinx, for the attribute comments of a package's constants).
 """
 
 from __future__ import annotations

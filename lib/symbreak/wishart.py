@@ -8,6 +8,9 @@ kernels. :mod:`symbreak.engine` re-exports its public names, so ``symbreak.engin
 is the same class.
 
 Pages: every page that runs a linear SGD simulation, through the chapters' trainers.
+
+Extra: ``symbreak[torch]`` for :class:`TorchWishartBlockSampler` (PyTorch); the rest needs only the
+core dependencies.
 """
 
 from __future__ import annotations

@@ -37,6 +37,9 @@ Simulation
     exact Wishart minibatch covariances (:class:`symbreak.engine.WishartBlockSampler`) with the
     learning rate folded into the draw; seeds and ``(η, B)`` grids run as one batched ensemble on
     two threads; divergence raises :class:`symbreak.engine.DivergenceError`.
+
+Extra: ``symbreak[torch]`` for the PyTorch references (the autograd Hessian, the torch SGD path);
+the rest needs only the core dependencies.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ Two names exist in both halves with different models behind them (``lambert_scal
 ``eos_ceiling``, ``hessian_lambda_max`` of the knob model, ``linear_cka`` and the other metrics of
 the digits' networks); this package's namespace holds the digits' metrics and leaves the knob
 model's functions to ``symbreak.beyond.synthesis``.
+
+Extra: ``symbreak[beyond]`` (PyTorch and scikit-learn, whose 8×8 digits ship inside the package)
+for the nonlinear networks; the knob model needs only the core dependencies.
 """
 
 from __future__ import annotations

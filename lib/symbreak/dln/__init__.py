@@ -43,6 +43,9 @@ Matrices (Section 2): :func:`A_operator`, :func:`A_matrix`, :func:`A_eigenvalues
 :func:`balance_defect`, :func:`spectral_gradient_matrix`, :func:`train_factors`.
 
 Large ``d`` (Section 8.3): :func:`equilibrium_spectrum`, :func:`quarter_circle_density`.
+
+Extra: ``symbreak[torch]`` for the autograd reference of the entropy; the rest (mpmath included)
+needs only the core dependencies.
 """
 
 from __future__ import annotations

@@ -55,6 +55,9 @@ Contents
 :func:`train_sgd_samples`, :func:`explore_alignment`
     SGD on explicit samples (nonlinear modules, finite datasets, widths below ``rank V*``) and the
     chapter's explorer.
+
+Extra: ``symbreak[torch]`` for the autograd references (per-sample gradients, sample-level
+training); the rest needs only the core dependencies.
 """
 
 from __future__ import annotations
