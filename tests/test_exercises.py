@@ -110,3 +110,29 @@ def test_at_least_two_per_chapter_and_each_is_on_its_page():
         assert f'exercises.check("{ex.id}"' in text, ex.id
         per_chapter[ex.page.split("/")[1]] = per_chapter.get(ex.page.split("/")[1], 0) + 1
     assert all(per_chapter.get(ch, 0) >= 2 for ch in ("platonic", "autoencoder", "dln")), per_chapter
+
+
+def test_the_naive_ceiling_guess_is_rejected():
+    """The naive guess s* ≈ κ̃ = 2/(ηλ₁), which skips the quadratic of C.81, is off by less than 1%:
+    the ceiling exercises' tolerance must reject it (their expected values are roots of the full
+    Hessian, so the guess is checked against an independent route)."""
+    s_ceiling = _expected("ae-ex-ceiling-eta")
+    naive = 2.0 / (0.015 * 12.0)
+    assert abs(naive / s_ceiling - 1) > 2 * exercises.REGISTRY["ae-ex-ceiling-eta"].tolerance
+    assert exercises.check("ae-ex-ceiling-eta", naive, quiet=True) is False
+    spectrum = _expected("ae-ex-spectrum")
+    assert exercises.check("ae-ex-spectrum", [2.0 / (0.02 * 6.0), spectrum[1]], quiet=True) is False
+
+
+def test_the_ceiling_answers_agree_with_the_page_formulas():
+    """The expected values, found by root finding on the Hessian and on the Lambert-W solution, agree
+    with the closed forms the solutions use (C.81, C.49), so the page's own answers pass."""
+    from symbreak import autoencoder as ae
+
+    lam6 = ae.geometric_spectrum(20, first=6.0)
+    s6 = ae.eos_ceiling(0.02, lam6[0])
+    closed = [s6, ae.lambert_time(s6, 1.0, ae.growth_rates(lam6, 10)[0])]
+    np.testing.assert_allclose(_expected("ae-ex-spectrum"), closed, rtol=1e-9)
+    c1 = ae.growth_rates(ae.geometric_spectrum(20), 10)[0]
+    np.testing.assert_allclose(_expected("ae-ex-batch-steps"), ae.lambert_time(2.0, 1.0, c1) * 64 / 0.02**2, rtol=1e-9)
+    np.testing.assert_allclose(_expected("ae-ex-ceiling-eta"), ae.eos_ceiling(0.015, 12.0), rtol=1e-9)

@@ -26,12 +26,24 @@ def test_the_config_is_the_book_s_with_solutions_hidden():
         assert pathlib.Path(path).is_absolute() and (pathlib.Path(path) / f"{name}.py").is_file()
     # the execution cache of `make book`, so that nothing runs again
     assert inst["execute"]["cache"] == str(ROOT / "_build" / ".jupyter_cache")
+    # no way back to the sources (which hold the solutions): no launch, repository, issues or
+    # download button, no copied sources
+    assert "launch_buttons" not in inst
+    for button in ("use_repository_button", "use_issues_button", "use_edit_page_button", "use_download_button"):
+        assert inst["html"][button] is False, button
+        assert inst["sphinx"]["config"]["html_theme_options"][button] is False, button
+    assert "launch_buttons" not in inst["sphinx"]["config"]["html_theme_options"]
+    assert inst["sphinx"]["config"]["html_copy_source"] is False
+    assert inst["sphinx"]["config"]["html_show_sourcelink"] is False
     # everything else unchanged
-    for key in set(book) - {"sphinx", "execute", "title"}:
+    for key in set(book) - {"sphinx", "execute", "title", "launch_buttons", "html"}:
         assert inst[key] == book[key], key
+    for key in set(book["html"]) - {"use_repository_button", "use_issues_button", "use_edit_page_button"}:
+        assert inst["html"][key] == book["html"][key], key
     for key in set(book["sphinx"]) - {"config", "local_extensions"}:
         assert inst["sphinx"][key] == book["sphinx"][key], key
-    assert {k: v for k, v in inst["sphinx"]["config"].items() if k != "hide_solutions"} == book["sphinx"]["config"]
+    changed = {"hide_solutions", "html_copy_source", "html_show_sourcelink", "html_theme_options"}
+    assert {k: v for k, v in inst["sphinx"]["config"].items() if k not in changed} == book["sphinx"]["config"]
     assert {k: v for k, v in inst["execute"].items() if k != "cache"} == {
         k: v for k, v in book["execute"].items() if k != "cache"
     }
@@ -53,6 +65,10 @@ def test_jupyter_book_reads_it(tmp_path):
     assert "hide_solutions = True" in conf
     assert f"nb_execution_cache_path = '{ROOT / '_build' / '.jupyter_cache'}'" in conf
     assert "'symbreak_site'" in conf and "'sphinx_exercise'" in conf
+    assert "html_copy_source = False" in conf and "html_show_sourcelink = False" in conf
+    theme = next(line for line in conf.splitlines() if line.startswith("html_theme_options = "))
+    assert "'use_download_button': False" in theme and "'use_repository_button': False" in theme
+    assert "launch_buttons" not in theme and "binderhub" not in conf
 
 
 def test_the_makefile_builds_it_into_its_own_folder():

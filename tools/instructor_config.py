@@ -8,7 +8,12 @@ extension paths made absolute, and the execution cache pointed at the one ``make
 (``_build/.jupyter_cache``): the pages' code is the same, so nothing runs again after ``make book``.
 
 Run as a script: ``python tools/instructor_config.py [--root DIR] [--output FILE]`` (default output
-``_build/instructor/_config.yml``). It depends only on PyYAML.
+``_build/instructor/_config.yml``). It depends on PyYAML and Jupyter Book.
+
+The hand-out must not lead to the solutions another way, so the configuration also drops what links
+to the pages' sources: the download button (``.md``/``.ipynb`` with the solutions), the copied
+sources under ``_sources`` and their links, the repository and issues buttons and the launch
+(Binder) buttons.
 """
 
 from __future__ import annotations
@@ -28,7 +33,21 @@ def instructor_config(root: pathlib.Path | str = ROOT) -> dict:
     root = pathlib.Path(root).resolve()
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     sphinx = config.setdefault("sphinx", {})
-    sphinx.setdefault("config", {})["hide_solutions"] = True
+    sphinx_config = sphinx.setdefault("config", {})
+    sphinx_config["hide_solutions"] = True
+    # no way back to the sources, which hold the solutions
+    config.pop("launch_buttons", None)
+    html = config.setdefault("html", {})
+    for button in ("use_repository_button", "use_issues_button", "use_edit_page_button", "use_download_button"):
+        html[button] = False
+    sphinx_config["html_copy_source"] = False
+    sphinx_config["html_show_sourcelink"] = False
+    # Jupyter Book does not pass `use_download_button` to the theme: give the theme options it would
+    # build from this configuration, with that button off
+    from jupyter_book.config import yaml_to_sphinx
+
+    theme = yaml_to_sphinx({key: value for key, value in config.items() if key != "sphinx"})[0]["html_theme_options"]
+    sphinx_config["html_theme_options"] = {**theme, "use_download_button": False}
     local = sphinx.get("local_extensions") or {}
     sphinx["local_extensions"] = {name: str((root / path).resolve()) for name, path in local.items()}
     execute = config.setdefault("execute", {})

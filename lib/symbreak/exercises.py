@@ -85,18 +85,34 @@ def _ae_ceiling_eta() -> float:
 
 
 def _ae_spectrum() -> np.ndarray:
+    """``[s*, τ₁*]`` for ``λ₁ = 6``, by a route other than the page's formulas: ``s*`` is the scale at
+    which the full Hessian on the PCA manifold (``S = sI``) reaches ``2/η``, not C.81; ``τ₁*`` is when
+    the forward Lambert-W solution (Eq. 6) reaches it, not the inverted C.49."""
+    from scipy.optimize import brentq
+
     from symbreak import autoencoder as ae
 
     lam6 = ae.geometric_spectrum(20, first=6.0)
-    s6 = ae.eos_ceiling(0.02, lam6[0])
-    return np.array([s6, ae.lambert_time(s6, 1.0, ae.growth_rates(lam6, 10)[0])])
+    k = 10
+    s_star = brentq(
+        lambda s: 0.02 * ae.pca_hessian_eigenvalues(lam6, k, np.full(k, s)).max() - 2.0, 1.0, 1e3, xtol=1e-12
+    )
+    c1 = lam6[0] * lam6[k:].sum()
+    tau1 = brentq(lambda t: ae.lambert_scale(1.0, c1, t) - s_star, 0.0, 1e3, xtol=1e-12)
+    return np.array([s_star, tau1])
 
 
 def _ae_batch_steps() -> float:
+    """SGD steps at ``η = 0.02``, ``B = 64`` until ``s₁`` reaches 2, from the forward Lambert-W solution
+    (Eq. 6) by root finding, not the inverted C.49 the exercise names."""
+    from scipy.optimize import brentq
+
     from symbreak import autoencoder as ae
 
-    c1 = ae.growth_rates(ae.geometric_spectrum(20), 10)[0]
-    return ae.lambert_time(2.0, 1.0, c1) * 32 / 0.02**2
+    lam = ae.geometric_spectrum(20)
+    c1 = lam[0] * lam[10:].sum()
+    tau = brentq(lambda t: ae.lambert_scale(1.0, c1, t) - 2.0, 0.0, 10.0, xtol=1e-14)
+    return tau * 64 / 0.02**2
 
 
 def _dln_sigma_star_p() -> float:
@@ -136,7 +152,7 @@ REGISTRY: dict[str, Exercise] = {
         Exercise(
             "ae-ex-ceiling-eta",
             "book/autoencoder/stability",
-            0.01,
+            0.002,
             (),
             "the common saturation scale s* at η = 0.015 for the geometric spectrum",
             _ae_ceiling_eta,
@@ -144,7 +160,7 @@ REGISTRY: dict[str, Exercise] = {
         Exercise(
             "ae-ex-spectrum",
             "book/autoencoder/stability",
-            0.02,
+            0.002,
             (2,),
             "[s*, τ₁*] for the spectrum with top variance 6 at η = 0.02",
             _ae_spectrum,
@@ -154,7 +170,7 @@ REGISTRY: dict[str, Exercise] = {
             "book/autoencoder/lambert",
             0.02,
             (),
-            "the number of SGD steps (η = 0.02, B = 32) until s₁ reaches 2 by P-Eq. 6",
+            "the number of SGD steps (η = 0.02, B = 64) until s₁ reaches 2 by P-Eq. 6",
             _ae_batch_steps,
         ),
         Exercise(
