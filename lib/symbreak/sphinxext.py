@@ -375,7 +375,7 @@ def power_text(row) -> str:
         return ""
     if math.isinf(power):
         return "none"
-    return f"{100 * power:.2g}%" if power >= 1e-4 else f"{100 * power:.0e}%"
+    return _claims._percent(power) if power >= 1e-4 else f"{100 * power:.0e}%"
 
 
 def measured_text(row) -> str:
