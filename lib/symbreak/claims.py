@@ -988,7 +988,11 @@ def _evidence_text(backing: list[dict]) -> str:
 
 
 def _percent(fraction: float) -> str:
-    """A resolving power as a percentage, two significant digits, no exponent ("7.5%", "270%")."""
+    """A resolving power as a percentage, two significant digits, no exponent ("7.5%", "270%").
+
+    >>> _percent(0.075), _percent(2.69), _percent(0.9996)
+    ('7.5%', '269%', '100%')
+    """
     pct = 100 * fraction
     return f"{pct:.2g}%" if pct < 99.5 else f"{pct:.0f}%"
 
