@@ -69,6 +69,18 @@
       label.appendChild(document.createTextNode(" " + cls.slice(16).replace("none", "no check") + " (" + count(cls) + ")"));
       bar.appendChild(label);
     });
+    // only the numbered results whose checks are identities or constructions (no reproducing evidence)
+    var onlyIdentity = null;
+    if (count("claims-has-identity-only")) {
+      var idLabel = document.createElement("label");
+      onlyIdentity = document.createElement("input");
+      onlyIdentity.type = "checkbox";
+      onlyIdentity.addEventListener("change", apply);
+      idLabel.appendChild(onlyIdentity);
+      idLabel.appendChild(document.createTextNode(" only results resting on identity or construction (" +
+        count("claims-has-identity-only") + ")"));
+      bar.appendChild(idLabel);
+    }
     var fullLabel = document.createElement("label");
     fullLabel.className = "claims-filter-full";
     var full = document.createElement("input");
@@ -89,11 +101,12 @@
       var n = 0;
       rows.forEach(function (tr) {
         var show = on.some(function (c) { return tr.classList.contains(c); }) &&
-          (!kindBoxes.length || onKinds.some(function (c) { return tr.classList.contains(c); }));
+          (!kindBoxes.length || onKinds.some(function (c) { return tr.classList.contains(c); })) &&
+          (!onlyIdentity || !onlyIdentity.checked || tr.classList.contains("claims-has-identity-only"));
         tr.hidden = !show;
         if (show) n += 1;
       });
-      shown.textContent = n + " of " + rows.length + " rows";
+      shown.textContent = n + " of " + rows.length + " rows (claims and results together)";
     }
     rows.forEach(function (tr) {
       tr.addEventListener("click", function (ev) {

@@ -289,8 +289,15 @@ def test_check_recomputes_power_and_validates_evidence(ledger):
     assert any("without its power" in p for p in claims.validate_report([dict(rows[0], power=None)]))
 
 
-def _claim(evidence, holds=True, kind="close", power=0.05):
-    return {"id": "x", "evidence": evidence, "holds": holds, "kind": kind, "power": power if kind == "close" else None}
+def _claim(evidence, holds=True, kind="close", power=0.05, se=0.01):
+    return {
+        "id": "x",
+        "evidence": evidence,
+        "holds": holds,
+        "kind": kind,
+        "power": power if kind == "close" else None,
+        "se": se if evidence == "simulation" else None,
+    }
 
 
 @pytest.mark.parametrize(
@@ -319,6 +326,36 @@ def _claim(evidence, holds=True, kind="close", power=0.05):
         ),
         # a bound, sign, order or condition from an independent computation has no power to check
         ("reproduced", [_claim("simulation", kind="sign")], {}, False, "reproduced", ""),
+        # a bound against a reference value has a power, and the same limit applies to it
+        (
+            "reproduced",
+            [dict(_claim("simulation", kind="bound"), power=2.7)],
+            {},
+            False,
+            "stated",
+            "simulation; power 270%",
+        ),
+        ("reproduced", [dict(_claim("independent", kind="bound"), power=0.05)], {}, False, "reproduced", ""),
+        (
+            "reproduced",
+            [dict(_claim("simulation", kind="bound"), power=0.58)],
+            {"power_reason": "the paper's law is asymptotic"},
+            False,
+            "reproduced",
+            "",
+        ),
+        # a simulation without a standard error does not reproduce
+        (
+            "reproduced",
+            [_claim("simulation", kind="sign", se=None)],
+            {},
+            False,
+            "stated",
+            "simulation; simulation without se",
+        ),
+        ("reproduced", [_claim("simulation", se=None)], {}, False, "stated", "simulation; simulation without se"),
+        # a close claim without a power never counts
+        ("reproduced", [_claim("independent", power=None)], {}, False, "stated", "independent"),
         # a claim that does not hold backs nothing
         ("reproduced", [_claim("simulation", holds=None, kind="record")], {}, False, "stated", "no claim that holds"),
         # derived needs a proof label that resolves

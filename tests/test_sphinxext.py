@@ -292,12 +292,14 @@ def test_results_json_and_a_missing_proof_label_fails_the_build(tmp_path, monkey
     """``results.json`` has one row per numbered result with its computed status; a ``proof`` label
     that the page does not define is a warning (the strict build fails)."""
     records.close("ae-demo-sim", "Eq. 7", "a mean", 1.02, 1.0, atol=0.06, evidence="simulation", se=0.02)
+    records.bound("ae-demo-id", "Eq. 9", "an identity", 0.0, upper=1e-12, evidence="identity")
     src = _project(
         tmp_path,
         """
 - {paper: autoencoder, ref: "Eq. 6", statement: "Lambert law", status: derived+reproduced, page: book/demo/page, proof: ae-demo-thm}
 - {paper: autoencoder, ref: "Eq. 7", statement: "a mean", status: reproduced, page: book/demo/page}
 - {paper: autoencoder, ref: "Eq. 8", statement: "cited", status: derived, page: book/demo/page, proof: ae-demo-gone}
+- {paper: autoencoder, ref: "Eq. 9", statement: "an identity", status: reproduced, page: book/demo/page}
 """,
     )
     page = src / "book" / "demo" / "page.rst"
@@ -312,7 +314,7 @@ def test_results_json_and_a_missing_proof_label_fails_the_build(tmp_path, monkey
     assert "proof label 'ae-demo-gone' is not a prf: label of page 'book/demo/page'" in warnings
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     by_ref = {r["ref"]: r for r in results}
-    assert set(by_ref) == {"Eq. 6", "Eq. 7", "Eq. 8"}
+    assert set(by_ref) == {"Eq. 6", "Eq. 7", "Eq. 8", "Eq. 9"}
     for r in results:
         assert {"paper", "ref", "statement", "status", "claims", "evidence", "proof", "page"} <= set(r)
     # Eq. 6: a proof on the page and an independent check of power 1%: derived and reproduced
@@ -321,3 +323,6 @@ def test_results_json_and_a_missing_proof_label_fails_the_build(tmp_path, monkey
     assert by_ref["Eq. 8"]["status"] == "stated" and by_ref["Eq. 8"]["shortfall"] == "proof label not found"
     html = (tmp_path / "out" / "report.html").read_text()
     assert "claims-results" in html and "declared derived: proof label not found" in html
+    # a row resting on identities only is computed as stated and carries the class the filter lists
+    assert by_ref["Eq. 9"]["status"] == "stated" and by_ref["Eq. 9"]["shortfall"] == "identity only"
+    assert html.count("claims-has-identity-only") == 1

@@ -979,20 +979,36 @@ def _evidence_text(backing: list[dict]) -> str:
         {r.get("evidence") or "unlabelled" for r in held}, key=lambda k: (EVIDENCE + ("unlabelled",)).index(k)
     )
     text = " and ".join(kinds) + (" only" if not set(kinds) & set(REPRODUCING) else "")
-    powers = [_as_float(r.get("power")) for r in held if r.get("kind") == "close" and r.get("evidence") in REPRODUCING]
+    repro = [r for r in held if r.get("evidence") in REPRODUCING]
+    with_se = [r for r in repro if r.get("evidence") != "simulation" or r.get("se") is not None]
+    if repro and not with_se:
+        text += "; simulation without se"
+    powers = [_as_float(r.get("power")) for r in with_se]
     powers = [p for p in powers if p is not None]
     if powers and min(powers) > POWER_LIMIT:
         best = min(powers)
-        text += "; power " + ("none" if math.isinf(best) else f"{100 * best:.2g}%")
+        text += "; power " + ("none" if math.isinf(best) else _percent(best))
     return text
+
+
+def _percent(fraction: float) -> str:
+    """A resolving power as a percentage, two significant digits, no exponent ("7.5%", "270%").
+
+    >>> _percent(0.075), _percent(2.69), _percent(0.9996)
+    ('7.5%', '269%', '100%')
+    """
+    pct = 100 * fraction
+    return f"{pct:.2g}%" if pct < 99.5 else f"{pct:.0f}%"
 
 
 def result_status(item: dict, backing: list[dict], *, proof_ok: bool = False) -> tuple[str, str]:
     """The status of a numbered result, computed from the evidence behind it.
 
-    ``reproduced`` needs at least one ``independent`` or ``simulation`` claim that holds and,
-    when it is a ``close`` claim, rejects a 10%-wrong theory (``power <= POWER_LIMIT``) unless the
-    row states why the paper's own accuracy is coarser (``power_reason``); ``derived`` needs the
+    ``reproduced`` needs at least one ``independent`` or ``simulation`` claim that holds, that
+    carries a standard error when it is a ``simulation``, and that, when it has a power (every
+    ``close`` claim, a bound with a ``reference``), rejects a 10%-wrong theory
+    (``power <= POWER_LIMIT``) unless the row states why the paper's own accuracy is coarser
+    (``power_reason``); a ``close`` claim without a power never counts; ``derived`` needs the
     row's ``proof`` label on its page (``proof_ok``); ``derived+reproduced`` both. A row declared
     ``deviates`` is that when a claim asserting the deviation holds, one declared ``missing`` stays
     missing; every other row with neither is ``stated``.
@@ -1011,10 +1027,12 @@ def result_status(item: dict, backing: list[dict], *, proof_ok: bool = False) ->
     def reproduces(r):
         if r.get("evidence") not in REPRODUCING:
             return False
-        if r.get("kind") != "close" or reason:
-            return True
+        if r.get("evidence") == "simulation" and r.get("se") is None:
+            return False
         power = _as_float(r.get("power"))
-        return power is not None and power <= POWER_LIMIT
+        if power is None:
+            return r.get("kind") != "close"
+        return reason or power <= POWER_LIMIT
 
     repro = any(reproduces(r) for r in held)
     derived = bool(item.get("proof")) and proof_ok

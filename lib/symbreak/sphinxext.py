@@ -377,7 +377,7 @@ def power_text(row) -> str:
         return ""
     if math.isinf(power):
         return "none"
-    return f"{100 * power:.2g}%" if power >= 1e-4 else f"{100 * power:.0e}%"
+    return _claims._percent(power) if power >= 1e-4 else f"{100 * power:.0e}%"
 
 
 def measured_text(row) -> str:
@@ -387,9 +387,18 @@ def measured_text(row) -> str:
     se = row.get("se")
     if se is None or not text:
         return text
-    shown = f"{text} ± {_fmt(se)}"
+    shown = f"{text} ± {_fmt_se(se)}"
     n = row.get("n_se")
     return shown + (f" (tolerance {n:g} se)" if isinstance(n, (int, float)) else "")
+
+
+def _fmt_se(se) -> str:
+    """A standard error as the report prints it: two significant digits ("0.62", not "0.6162")."""
+    if isinstance(se, float):
+        return f"{se:.2g}"
+    if isinstance(se, list) and len(se) <= 6:
+        return ", ".join(_fmt_se(v) for v in se)
+    return _fmt(se)
 
 
 def seeds_text(row, seeds) -> str:
@@ -555,6 +564,12 @@ def _results_table(app, fromdocname, paper):
         classes.append(
             ["claims-status-" + _status_class(r["status"])]
             + ["claims-evidence-" + k for k in (r.get("evidence") or ["none"])]
+            # a row whose checks are identities or constructions only (the filter can list these alone)
+            + (
+                ["claims-has-identity-only"]
+                if r.get("evidence") and not set(r["evidence"]) & set(_claims.REPRODUCING)
+                else []
+            )
         )
         body.append(
             [
