@@ -8,7 +8,7 @@ Small helpers for the experiment pages of *Beyond the theorems*:
 * :func:`verdict` — that rule as text;
 * :func:`cosine_mutual_knn` — mutual k-nearest neighbours with the cosine distance, as in Huh et
   al. (2024), by normalising each sample's representation before the Euclidean neighbour search of
-  :func:`symbreak.beyond.alignment.mutual_knn` (on unit vectors ``‖a − b‖² = 2 − 2 cos(a, b)``, so
+  :func:`symbreak.beyond.mutual_knn` (on unit vectors ``‖a − b‖² = 2 − 2 cos(a, b)``, so
   the neighbours are the same).
 """
 
@@ -76,7 +76,7 @@ def cosine_mutual_knn(h1, h2, k: int = 10) -> float:
     """Mutual k-NN of two representations of the same samples with the cosine distance.
 
     Each row (sample) is scaled to unit length, then the neighbour sets are those of
-    :func:`symbreak.beyond.alignment.mutual_knn`. A zero row (a sample on which every unit is off)
+    :func:`symbreak.beyond.mutual_knn`. A zero row (a sample on which every unit is off)
     stays zero.
     """
     from .alignment import mutual_knn
@@ -100,7 +100,7 @@ def noether_defect(X, W, U, activation: str) -> np.ndarray:
     exactly zero for linear and ReLU units (``φ(z) = zφ'(z)``, the per-neuron rescaling symmetry),
     not for tanh. One SGD step changes the charge ``q_a = ‖w_a‖² − ‖u_a‖²`` by ``−2η n_a`` at first
     order in expectation, that is by ``−2B n_a/η`` per unit of the slow time ``τ = tη²/B``: the term
-    the second-order drift (:func:`symbreak.beyond.autoencoders.ae_drift_terms`) leaves out.
+    the second-order drift (:func:`symbreak.beyond.ae_drift_terms`) leaves out.
 
     Parameters
     ----------
