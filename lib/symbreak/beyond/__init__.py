@@ -3,7 +3,7 @@
 The library behind the part *Beyond the theorems*:
 
 ``symbreak.beyond.synthesis``
-    One mechanism, three outcomes: the Noether charge of a rescaling symmetry under label noise,
+    The knob model: the Noether charge of a rescaling symmetry under label noise,
     parameter noise and the edge of stability, in the smallest model that shows all three (the
     part's first page). Also importable as ``symbreak.synthesis``.
 ``symbreak.beyond.data``, ``symbreak.beyond.autoencoders``, ``symbreak.beyond.alignment``
@@ -11,6 +11,13 @@ The library behind the part *Beyond the theorems*:
     the package, nothing downloaded): what survives of the linear theories (the pages *Nonlinear
     autoencoders on digits* and *Do two ReLU networks align?*). Also importable as
     ``symbreak.nonlinear``.
+``symbreak.beyond.table``
+    The cells of the first page's synthesis table: the realised one-step charge changes of the
+    Platonic and autoencoder models, the generator divergence (volume term), and the square deep
+    linear network's gradient flow and isotropic-noise walk.
+``symbreak.beyond.verdicts``
+    Confidence intervals over replicas for the part's verdicts, mutual k-NN with the cosine
+    distance, and the Noether defect of a tanh autoencoder (the first-order charge drift).
 
 Two names exist in both halves with different models behind them (``lambert_scale``,
 ``eos_ceiling``, ``hessian_lambda_max`` of the knob model, ``linear_cka`` and the other metrics of
@@ -23,6 +30,7 @@ for the nonlinear networks; the knob model needs only the core dependencies.
 
 from __future__ import annotations
 
+from . import table, verdicts
 from ._common import ACTIVATIONS
 from .alignment import PairRun, init_mlp, kernel_alignment, linear_cka, mlp_hidden, mutual_knn, train_mlp_pair
 from .autoencoders import (
@@ -38,6 +46,8 @@ from .autoencoders import (
 from .data import load_digits_data, pca_theory
 
 __all__ = [
+    "table",
+    "verdicts",
     "ACTIVATIONS",
     "load_digits_data",
     "pca_theory",

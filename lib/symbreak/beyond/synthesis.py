@@ -1,4 +1,5 @@
-"""One mechanism, three outcomes: the Noether charge of a rescaling symmetry under noisy training.
+"""The knob model: the Noether charge of a rescaling symmetry under noisy training (balance point, no balance
+point, volume term).
 
 The mathematics and the simulations of the synthesis page of the part *Beyond the theorems*. The
 model is the smallest one that shows all three outcomes of the book's chapters: a scalar input

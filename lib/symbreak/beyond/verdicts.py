@@ -1,0 +1,131 @@
+"""Verdicts no stronger than the data: confidence intervals over replicas, and cosine mutual k-NN.
+
+Small helpers for the experiment pages of *Beyond the theorems*:
+
+* :func:`mean_ci` and :func:`difference_ci` — Student-t 95% confidence intervals of a mean over
+  independent replicas (seeds) and of a difference of two such means (Welch), so that every
+  verdict sentence can state its interval and say "not decided at this size" when it contains 0;
+* :func:`verdict` — that rule as text;
+* :func:`cosine_mutual_knn` — mutual k-nearest neighbours with the cosine distance, as in Huh et
+  al. (2024), by normalising each sample's representation before the Euclidean neighbour search of
+  :func:`symbreak.beyond.mutual_knn` (on unit vectors ``‖a − b‖² = 2 − 2 cos(a, b)``, so
+  the neighbours are the same).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["mean_ci", "difference_ci", "verdict", "cosine_mutual_knn", "noether_defect"]
+
+
+def _sample(name, values) -> np.ndarray:
+    x = np.asarray(values, dtype=float).ravel()
+    if x.size < 2 or not np.all(np.isfinite(x)):
+        raise ValueError(f"{name} must hold at least 2 finite values (one per replica), got {x.size}")
+    return x
+
+
+def _level(level) -> float:
+    level = float(level)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must lie in (0, 1), got {level!r}")
+    return level
+
+
+def mean_ci(values, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean over replicas and its Student-t confidence interval: ``(mean, low, high)``."""
+    from scipy import stats
+
+    x = _sample("values", values)
+    level = _level(level)
+    half = stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
+    m = float(x.mean())
+    return m, m - float(half), m + float(half)
+
+
+def difference_ci(a, b, level: float = 0.95) -> tuple[float, float, float]:
+    """``mean(a) − mean(b)`` over independent replicas and its Welch–Satterthwaite t interval:
+    ``(difference, low, high)``."""
+    from scipy import stats
+
+    a, b = _sample("a", a), _sample("b", b)
+    level = _level(level)
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = np.sqrt(va + vb)
+    diff = float(a.mean() - b.mean())
+    if se == 0:
+        return diff, diff, diff
+    dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, dof) * se)
+    return diff, diff - half, diff + half
+
+
+def verdict(low: float, high: float, *, above: str, below: str) -> str:
+    """``above`` when the interval lies above 0, ``below`` when below, else "not decided at this size"."""
+    if not (np.isfinite(low) and np.isfinite(high)) or low > high:
+        raise ValueError(f"low and high must be finite with low <= high, got {low!r}, {high!r}")
+    if low > 0:
+        return above
+    if high < 0:
+        return below
+    return "not decided at this size"
+
+
+def cosine_mutual_knn(h1, h2, k: int = 10) -> float:
+    """Mutual k-NN of two representations of the same samples with the cosine distance.
+
+    Each row (sample) is scaled to unit length, then the neighbour sets are those of
+    :func:`symbreak.beyond.mutual_knn`. A zero row (a sample on which every unit is off)
+    stays zero.
+    """
+    from .alignment import mutual_knn
+
+    h1, h2 = np.asarray(h1, dtype=float), np.asarray(h2, dtype=float)
+    if h1.ndim != 2 or h2.ndim != 2 or h1.shape[0] != h2.shape[0]:
+        raise ValueError(f"h1 and h2 must be 2-d with the same number of rows, got {h1.shape} and {h2.shape}")
+
+    def unit(h):
+        n = np.linalg.norm(h, axis=1, keepdims=True)
+        return h / np.where(n > 0, n, 1.0)
+
+    return mutual_knn(unit(h1), unit(h2), k)
+
+
+def noether_defect(X, W, U, activation: str) -> np.ndarray:
+    """Per-neuron Noether defect ``n_a = ⟨w_a, ∂L/∂w_a⟩ − ⟨u_a, ∂L/∂u_a⟩`` of the full-data loss.
+
+    For the autoencoder ``L = ½ mean_b ‖W φ(U x_b) − x_b‖²`` it is
+    ``n_a = mean_b[(Wᵀr_b)_a (φ(z_{a,b}) − z_{a,b} φ'(z_{a,b}))]`` with ``z = Ux``, ``r = Wφ(z) − x``:
+    exactly zero for linear and ReLU units (``φ(z) = zφ'(z)``, the per-neuron rescaling symmetry),
+    not for tanh. One SGD step changes the charge ``q_a = ‖w_a‖² − ‖u_a‖²`` by ``−2η n_a`` at first
+    order in expectation, that is by ``−2B n_a/η`` per unit of the slow time ``τ = tη²/B``: the term
+    the second-order drift (:func:`symbreak.beyond.ae_drift_terms`) leaves out.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+        The data, one sample per row.
+    W : array_like, shape (R, d, k)
+    U : array_like, shape (R, k, d)
+    activation : {"linear", "relu", "tanh"}
+
+    Returns
+    -------
+    numpy.ndarray, shape (R, k)
+    """
+    X = np.asarray(X, dtype=float)
+    W, U = np.asarray(W, dtype=float), np.asarray(U, dtype=float)
+    if X.ndim != 2 or W.ndim != 3 or U.shape != (W.shape[0], W.shape[2], X.shape[1]) or W.shape[1] != X.shape[1]:
+        raise ValueError(f"X must be (n, d), W (R, d, k) and U (R, k, d), got {X.shape}, {W.shape}, {U.shape}")
+    if activation == "linear":
+        return np.zeros((W.shape[0], W.shape[2]))
+    if activation == "relu":
+        phi, dphi = (lambda z: np.maximum(z, 0.0)), (lambda z: (z > 0).astype(float))
+    elif activation == "tanh":
+        phi, dphi = np.tanh, (lambda z: 1.0 - np.tanh(z) ** 2)
+    else:
+        raise ValueError(f"activation must be one of ('linear', 'relu', 'tanh'), got {activation!r}")
+    z = U @ X.T  # (R, k, n)
+    r = W @ phi(z) - X.T[None]  # (R, d, n)
+    return np.mean((np.swapaxes(W, 1, 2) @ r) * (phi(z) - z * dphi(z)), axis=-1)

@@ -1,0 +1,124 @@
+"""Tests of ``symbreak.beyond.table`` and ``symbreak.beyond.verdicts`` (the synthesis table's cells
+and the confidence intervals of the part's verdicts)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from symbreak import autoencoder as ae
+from symbreak import platonic as pl
+from symbreak.beyond import table as tb
+from symbreak.beyond import verdicts as vd
+
+
+def test_generator_divergence_is_dimension_difference_times_trace():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((3, 3))
+    assert tb.generator_divergence((3, 5), (2, 3), A) == pytest.approx((5 - 2) * np.trace(A), abs=1e-12)
+    assert tb.generator_divergence((3, 3), (3, 3), np.eye(3)) == pytest.approx(0.0, abs=1e-12)
+    assert tb.generator_divergence((1, 1), (4, 1), -np.eye(1)) == pytest.approx(3.0)  # knob model: m − 1
+    with pytest.raises(ValueError, match="shape_2"):
+        tb.generator_divergence((3, 2), (2, 4), np.eye(3))
+    with pytest.raises(ValueError, match="A must be"):
+        tb.generator_divergence((3, 2), (2, 3), np.eye(2))
+
+
+def test_projected_ratio():
+    e = np.array([[1.0, 2.0], [2.0, 0.0]])
+    x = np.stack([e, 3 * e, -e])
+    assert np.allclose(tb.projected_ratio(x, e), [1.0, 3.0, -1.0])
+    with pytest.raises(ValueError, match="expected must not be zero"):
+        tb.projected_ratio(x, 0 * e)
+    with pytest.raises(ValueError, match="samples must have shape"):
+        tb.projected_ratio(x[:, 0], e)
+
+
+def test_edln_one_step_charges_mean_is_charge_drift():
+    task = pl.random_task(1, n=3, m=3, noise=0.5)
+    net = pl.random_edln(2, 3, 3, (4, 3))
+    w = pl.random_global_minimum(net, task, seed=3)
+    expected = pl.charge_drift(net, task, w, lr=0.05, batch_size=2)
+    meas = tb.edln_one_step_charges(net, task, w, lr=0.05, batch_size=2, draws=4000, seed=4)
+    flat = np.concatenate([m.reshape(m.shape[0], -1) for m in meas], axis=1)
+    ratio = tb.projected_ratio(flat, np.concatenate([e.ravel() for e in expected]))
+    assert abs(ratio.mean() - 1.0) < 4 * ratio.std() / np.sqrt(ratio.size)
+    with pytest.raises(ValueError, match="weights must have the shapes"):
+        tb.edln_one_step_charges(net, task, w[::-1], lr=0.05, batch_size=2, draws=4)
+    with pytest.raises(ValueError, match="lr"):
+        tb.edln_one_step_charges(net, task, w, lr=0.0, batch_size=2, draws=4)
+
+
+def test_ae_one_step_charges_mean_is_expected_increment():
+    lam = ae.geometric_spectrum(5)
+    W, U = ae.pca_point([1.2, 0.7], 5)
+    meas = tb.ae_one_step_charges(W, U, lam, eta=0.05, batch_size=3, draws=4000, seed=1)
+    ratio = tb.projected_ratio(meas, ae.expected_charge_increment(W, U, lam, 0.05, 3))
+    assert abs(ratio.mean() - 1.0) < 4 * ratio.std() / np.sqrt(ratio.size)
+    with pytest.raises(ValueError, match="draws"):
+        tb.ae_one_step_charges(W, U, lam, eta=0.05, batch_size=3, draws=0)
+
+
+def test_dln_gradient_flow_conserves_balance_charges():
+    rng = np.random.default_rng(2)
+    ws = [0.5 * rng.standard_normal((2, 2)) for _ in range(3)]
+    traj = tb.dln_gradient_flow(ws, rng.standard_normal((2, 2)), [0.0, 1.0])
+    c0, c1 = tb.balance_charges([w[0] for w in traj]), tb.balance_charges([w[-1] for w in traj])
+    assert max(np.abs(a - b).max() for a, b in zip(c0, c1)) < 1e-9
+    assert max(np.abs(w[-1] - w[0]).max() for w in traj) > 0.05
+    with pytest.raises(ValueError, match="times"):
+        tb.dln_gradient_flow(ws, np.eye(2), [1.0, 0.0])
+    with pytest.raises(ValueError, match="target"):
+        tb.dln_gradient_flow(ws, np.eye(3), [0.0, 1.0])
+
+
+def test_dln_noise_walk_matches_exact_defect_law():
+    rng = np.random.default_rng(3)
+    ws = [rng.standard_normal((2, 2)) for _ in range(2)]
+    steps, reps = 30, 3000
+    rec, dc = tb.dln_noise_walk(ws, sigma_p2=0.01, steps=steps, replicas=reps, record_every=10, seed=5)
+    assert list(rec) == [0, 10, 20, 30]
+    sq = (dc[-1] ** 2).sum(axis=(-2, -1))[:, 0]
+    theory = tb.dln_noise_defect_theory(ws, 0.01, steps)[0, 0]
+    assert abs(sq.mean() / theory - 1) < 4 * sq.std() / np.sqrt(reps) / theory
+    tr = np.trace(dc[-1, :, 0], axis1=-2, axis2=-1)
+    assert abs(tr.mean()) < 4 * tr.std() / np.sqrt(reps)
+    with pytest.raises(ValueError, match="square"):
+        tb.dln_noise_defect_theory([np.ones((2, 3)), np.ones((3, 2))], 0.01, 1)
+    with pytest.raises(ValueError, match="sigma_p2"):
+        tb.dln_noise_walk(ws, sigma_p2=-1.0, steps=1, replicas=1)
+
+
+def test_confidence_intervals():
+    m, lo, hi = vd.mean_ci([1.0, 2.0, 3.0])
+    assert m == 2.0 and lo < 2.0 < hi
+    assert hi - m == pytest.approx(4.302652729911275 * 1.0 / np.sqrt(3))  # t(0.975, 2) s/√n
+    d, lo, hi = vd.difference_ci([5.0, 6.0, 7.0], [1.0, 2.0, 3.0])
+    assert d == 4.0 and lo > 0
+    assert vd.verdict(lo, hi, above="up", below="down") == "up"
+    assert vd.verdict(-1.0, 1.0, above="up", below="down") == "not decided at this size"
+    assert vd.verdict(-2.0, -1.0, above="up", below="down") == "down"
+    with pytest.raises(ValueError, match="at least 2"):
+        vd.mean_ci([1.0])
+    with pytest.raises(ValueError, match="level"):
+        vd.difference_ci([1.0, 2.0], [1.0, 2.0], level=1.5)
+
+
+def test_cosine_mutual_knn_ignores_row_scale():
+    rng = np.random.default_rng(4)
+    h = rng.standard_normal((40, 5))
+    scaled = h * rng.uniform(0.1, 10.0, size=(40, 1))
+    assert vd.cosine_mutual_knn(h, scaled, 5) == 1.0
+    with pytest.raises(ValueError, match="same number of rows"):
+        vd.cosine_mutual_knn(h, h[:30], 5)
+
+
+def test_noether_defect_vanishes_for_rescalable_units():
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((50, 6))
+    W, U = rng.standard_normal((2, 6, 3)), rng.standard_normal((2, 3, 6))
+    assert np.abs(vd.noether_defect(X, W, U, "relu")).max() < 1e-12
+    assert np.abs(vd.noether_defect(X, W, U, "linear")).max() == 0.0
+    assert np.abs(vd.noether_defect(X, W, U, "tanh")).max() > 1e-3
+    with pytest.raises(ValueError, match="activation"):
+        vd.noether_defect(X, W, U, "gelu")
