@@ -419,3 +419,16 @@ def test_check_cli_counts_evidence_and_weak_claims(ledger, tmp_path, capsys):
     bad = [dict(ledger.claims[0], power=0.9)]
     path.write_text(json.dumps(bad))
     assert claims.main(["check", str(path)]) == 1
+
+def test_record_only_mode_records_a_failing_claim_without_raising(ledger, monkeypatch, tmp_path):
+    """``SYMBREAK_CLAIMS_RAISE=0`` (set only by ``tools/seeds.py``) records instead of raising."""
+    monkeypatch.setenv("SYMBREAK_CLAIMS_RAISE", "0")
+    assert ledger.close("d-r0", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05).holds is False
+    rec = json.loads(ledger.path.read_text())["claims"][-1]
+    assert rec["id"] == "d-r0" and rec["holds"] is False
+    monkeypatch.setenv("SYMBREAK_CLAIMS_RAISE", "1")
+    with pytest.raises(claims.ClaimError):
+        ledger.close("d-r1", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05)
+    monkeypatch.setenv("SYMBREAK_CLAIMS_RAISE", "no")
+    with pytest.raises(ValueError, match="SYMBREAK_CLAIMS_RAISE"):
+        ledger.close("d-r2", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05)

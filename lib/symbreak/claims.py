@@ -128,6 +128,18 @@ def paper_ref(ref: str) -> str:
 
 
 _ENV_DIR = "SYMBREAK_CLAIMS_DIR"
+# ``SYMBREAK_CLAIMS_RAISE=0``: record a claim that does not hold instead of raising (only
+# ``tools/seeds.py`` sets it, to count on how many seeds each claim holds); unset or 1: raise.
+_ENV_RAISE = "SYMBREAK_CLAIMS_RAISE"
+
+
+def _raise_on_failure() -> bool:
+    raw = os.environ.get(_ENV_RAISE, "").strip()
+    if raw in ("", "1"):
+        return True
+    if raw == "0":
+        return False
+    raise ValueError(f"{_ENV_RAISE}={raw!r} is not understood: use 1 (or unset) to raise, 0 to record only")
 
 
 class ClaimError(AssertionError):
@@ -463,7 +475,7 @@ class Ledger:
         claim = Claim(
             **{k: rec[k] for k in ("id", "ref", "statement", "holds", "detail")}, measured=measured, expected=expected
         )
-        if holds is False:
+        if holds is False and _raise_on_failure():
             raise ClaimError(f"[{self.page}] claim {id} ({ref}) does not hold: {statement} — {detail}")
         return claim
 
