@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import similarity
 from ..engine import DivergenceError, record_steps
 from ..rng import make_rng, torch_generator
 from ..validation import check_array, check_choice, check_int, check_nonnegative, check_positive
@@ -28,31 +29,39 @@ def _reps(name, H):
     return H
 
 
+def _pair(H1, H2):
+    H1, H2 = _reps("H1", H1), _reps("H2", H2)
+    if H1.shape[-2] != H2.shape[-2]:
+        raise ValueError(f"H1 and H2 must have the same number of samples, got {H1.shape[-2]} and {H2.shape[-2]}")
+    try:
+        np.broadcast_shapes(H1.shape[:-2], H2.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the leading axes of H1 {H1.shape[:-2]} and H2 {H2.shape[:-2]} must broadcast together"
+        ) from None
+    return H1, H2
+
+
 def kernel_alignment(H1, H2) -> np.ndarray:
     """Uncentred kernel alignment ``⟨K1, K2⟩_F / (‖K1‖_F ‖K2‖_F)`` of ``K = H Hᵀ`` over the samples.
 
     With samples drawn from the data, this is the empirical version of the Platonic chapter's
     Σx-weighted alignment: for linear representations ``h = P x`` it converges to the alignment of
     ``Σ^{1/2} PᵀP Σ^{1/2}`` matrices. Computed from the feature Gram matrices (``‖H1ᵀH2‖²_F``),
-    never forming the ``n×n`` kernels. Leading axes broadcast.
+    never forming the ``n×n`` kernels. Leading axes broadcast. Invariant to a positive rescaling of
+    either representation at any scale in the float64 range: the shared implementation
+    :func:`symbreak.similarity.gram_alignment` (also the Platonic chapter's ``gram_alignment``).
     """
-    H1, H2 = _reps("H1", H1), _reps("H2", H2)
-    if H1.shape[-2] != H2.shape[-2]:
-        raise ValueError(f"H1 and H2 must have the same number of samples, got {H1.shape[-2]} and {H2.shape[-2]}")
-    t = np.swapaxes
-    cross = np.sum((t(H1, -1, -2) @ H2) ** 2, axis=(-2, -1))
-    n1 = np.sqrt(np.sum((t(H1, -1, -2) @ H1) ** 2, axis=(-2, -1)))
-    n2 = np.sqrt(np.sum((t(H2, -1, -2) @ H2) ** 2, axis=(-2, -1)))
-    if np.any(n1 == 0) or np.any(n2 == 0):
-        raise ValueError("a representation is identically zero: its alignment is undefined")
-    return cross / (n1 * n2)
+    H1, H2 = _pair(H1, H2)
+    return similarity.gram_alignment(H1, H2, names=("H1", "H2"))
 
 
 def linear_cka(H1, H2) -> np.ndarray:
     """Linear centred kernel alignment (CKA, Kornblith et al. 2019): :func:`kernel_alignment` of the
-    representations after removing their mean over the samples."""
-    H1, H2 = _reps("H1", H1), _reps("H2", H2)
-    return kernel_alignment(H1 - H1.mean(axis=-2, keepdims=True), H2 - H2.mean(axis=-2, keepdims=True))
+    representations after removing their mean over the samples (:func:`symbreak.similarity.linear_cka`,
+    shared with the Platonic chapter; scale-invariant at any scale)."""
+    H1, H2 = _pair(H1, H2)
+    return similarity.linear_cka(H1, H2, names=("H1", "H2"))
 
 
 def mutual_knn(H1, H2, k: int = 10) -> float:
@@ -60,22 +69,18 @@ def mutual_knn(H1, H2, k: int = 10) -> float:
     ``|N_k^1(i) ∩ N_k^2(i)| / k``, with neighbourhoods in Euclidean distance (self excluded).
 
     1 when the two representations have the same neighbourhoods, ``≈ k/n`` for unrelated ones.
+    The shared implementation :func:`symbreak.similarity.mutual_knn` (scale-invariant at any scale).
     """
     H1, H2 = _reps("H1", H1), _reps("H2", H2)
     if H1.ndim != 2 or H2.ndim != 2 or H1.shape[0] != H2.shape[0]:
-        raise ValueError("H1 and H2 must be 2-D (n_samples, features) with the same n_samples")
+        raise ValueError(
+            f"H1 and H2 must be 2-D (n_samples, features) with the same n_samples, got shapes {H1.shape} and {H2.shape}"
+        )
     n = H1.shape[0]
+    if n < 2:
+        raise ValueError(f"H1 and H2 must hold at least 2 samples, got {n}")
     k = check_int("k", k, minimum=1, maximum=n - 1)
-
-    def neighbours(H):
-        sq = np.sum(H * H, axis=1)
-        dist = sq[:, None] + sq[None, :] - 2 * H @ H.T
-        np.fill_diagonal(dist, np.inf)
-        return np.argpartition(dist, k, axis=1)[:, :k]
-
-    a, b = neighbours(H1), neighbours(H2)
-    hits = [np.intersect1d(a[i], b[i], assume_unique=True).size for i in range(n)]
-    return float(np.mean(hits) / k)
+    return similarity.mutual_knn(H1, H2, k)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -52,11 +52,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from scipy.special import wrightomega
 
 from ..engine import check_divergence, record_steps
+from ..lambert import lambert_w_scale
 from ..rng import make_rng
-from ..validation import check_array, check_int, check_nonnegative, check_positive
+from ..validation import check_array, check_int, check_nonnegative, check_positive, finite_result
 
 __all__ = [
     "KnobModel",
@@ -261,18 +261,22 @@ def lambert_scale(s0, c, tau, v_norm: float = 1.0):
     v_norm : float
         ``‖v‖ > 0``.
     """
-    s0 = np.asarray(s0, dtype=float)
-    c = np.asarray(c, dtype=float)
-    tau = np.asarray(tau, dtype=float)
     vn = check_positive("v_norm", v_norm)
+    s0, c, tau = check_array("s0", s0), check_array("c", c), check_array("tau", tau)
     for name, arr, zero_ok in (("s0", s0, False), ("c", c, True), ("tau", tau, True)):
-        if not np.all(np.isfinite(arr)) or np.any(arr < 0) or (not zero_ok and np.any(arr == 0)):
+        if np.any(arr < 0) or (not zero_ok and np.any(arr == 0)):
             raise ValueError(f"{name} must contain only finite numbers {'>= 0' if zero_ok else '> 0'}")
+    try:
+        np.broadcast_shapes(s0.shape, c.shape, tau.shape)
+    except ValueError:
+        raise ValueError(f"s0 {s0.shape}, c {c.shape} and tau {tau.shape} must broadcast together") from None
     rho0 = s0 / vn
-    z = np.asarray(2.0 * np.log(rho0) + rho0 * rho0 + 2.0 * c * tau, dtype=float)
-    w = np.asarray(np.real(wrightomega(z)), dtype=float)
-    w = w - (w + np.log(w) - z) * w / (w + 1.0)
-    s = vn * np.sqrt(w)
+    if np.any(rho0 == 0) or not np.all(np.isfinite(rho0)):
+        raise ValueError("s0 / v_norm must lie in the float64 range (s0 and v_norm too far apart in scale)")
+    # ρ = s/‖v‖ follows the autoencoder chapter's law (the same evaluation, valid at every scale)
+    with np.errstate(over="ignore"):
+        s = vn * np.asarray(lambert_w_scale(rho0, c, tau))
+    finite_result("lambert_scale", s)
     return float(s) if s.ndim == 0 else s
 
 
