@@ -161,6 +161,7 @@ def test_ctrl_c_stops_a_sweep_within_a_second(mode, target):
     assert out["outcome"] == "interrupted", out
     assert out["stop_s"] < 1.0, out  # points take 5 s each: nothing ran to completion
     assert out["children"] == 0, out  # no worker process left behind
+    assert "Traceback" not in res.stderr, res.stderr[-2000:]  # nor an error in the pool's own thread
 
 
 def _fails_at(eta, seed=None):

@@ -243,9 +243,8 @@ def _default_executor(max_workers):
     return concurrent.futures.ProcessPoolExecutor(max_workers=max_workers, mp_context=ctx, initializer=_one_thread)
 
 
-def _terminate_workers(executor) -> None:
+def _terminate_workers(procs) -> None:
     """Terminate the worker processes of a local process pool (points still running are abandoned)."""
-    procs = list((getattr(executor, "_processes", None) or {}).values())
     for p in procs:
         if p.is_alive():
             p.terminate()
@@ -362,15 +361,18 @@ def sweep(
         results = [f.result() for f in futures]
         clean = True
     finally:
-        if not clean:  # Ctrl-C or a failing point: cancel the queued points, stop the running ones
+        if not clean and own:
+            # Ctrl-C or a failing point: the pool's own thread cancels the queued points (cancelling them
+            # here races with it: it would set BrokenProcessPool on a cancelled future), the workers go
+            procs = list((getattr(executor, "_processes", None) or {}).values())  # shutdown forgets them
+            executor.shutdown(wait=False, cancel_futures=True)
+            _terminate_workers(procs)
+        elif not clean:  # an executor we do not own: cancel the queued points, stop the running ones
             for f in futures:
                 f.cancel()
             if stop is not None:
                 stop.set()
-            if own:
-                _terminate_workers(executor)
-            else:  # an executor we do not own: wait briefly for the running points, never for the queued
-                concurrent.futures.wait(futures, timeout=_STOP_GRACE)
-        if own:
-            executor.shutdown(wait=clean, cancel_futures=True)
+            concurrent.futures.wait(futures, timeout=_STOP_GRACE)  # briefly: never for the queued points
+        elif own:
+            executor.shutdown(wait=True)
     return SweepResult(points, results, shape)
