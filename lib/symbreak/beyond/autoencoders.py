@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine import DivergenceError, record_steps
+from ..engine import DivergenceError, record_steps, replica_streams
 from ..rng import make_rng, torch_generator
 from ..validation import check_array, check_choice, check_int, check_positive
 from ._common import ACTIVATIONS, DIVERGENCE_LIMIT, _tensor, _torch
@@ -132,8 +132,10 @@ def train_autoencoder(
 ) -> AERun:
     """SGD (or full-batch gradient descent, ``batch_size=None``) on ``½‖W φ(Ux) − x‖²`` for an ensemble.
 
-    Each replica draws its own minibatch of ``B`` samples with replacement at every step (seeded
-    torch generator); the loss over the whole data set is recorded with the weights.
+    Each replica draws its own minibatch of ``B`` samples with replacement at every step, from its
+    own stream (:func:`symbreak.engine.replica_streams`): replica ``j``'s run depends only on
+    ``(seed, j)``, not on how many replicas run. The loss over the whole data set is recorded with
+    the weights; divergence is checked after every step.
 
     Raises
     ------
@@ -157,7 +159,10 @@ def train_autoencoder(
     xt = _tensor(X)
     xall = xt.T.unsqueeze(0).expand(r, d, n)
     Wt, Ut = _tensor(W), _tensor(U)
-    gen = torch_generator(seed)
+    # one stream per replica (engine.replica_streams): replica j's minibatches depend only on (seed, j)
+    streams = None if full else replica_streams(seed, range(r))
+    block = 256
+    method = "gradient descent" if full else "SGD"
     Ws, Us, losses = [], [], []
     j = 0
     with torch.no_grad():
@@ -168,27 +173,25 @@ def train_autoencoder(
                 Us.append(Ut.numpy().copy())
                 losses.append(loss.numpy().copy())
                 j += 1
-                mag = torch.maximum(Wt.abs().amax(dim=(1, 2)), Ut.abs().amax(dim=(1, 2))).numpy()
-                if not np.all(np.isfinite(mag)) or mag.max() > DIVERGENCE_LIMIT:
-                    bad = int(np.flatnonzero(~np.isfinite(mag) | (mag > DIVERGENCE_LIMIT))[0])
-                    raise DivergenceError(
-                        t,
-                        bad,
-                        {"eta": eta, "batch_size": b},
-                        float(mag[bad]),
-                        DIVERGENCE_LIMIT,
-                        "SGD" if not full else "gradient descent",
-                    )
             if t == steps:
                 break
             if full:
                 xb = xall
             else:
-                idx = torch.randint(0, n, (r, b), generator=gen)
-                xb = xt[idx].transpose(1, 2)
+                if t % block == 0:  # the sample indices of `block` steps at once, replica by replica
+                    idx_blk = torch.from_numpy(np.stack([g.integers(0, n, size=(block, b)) for g in streams], axis=1))
+                xb = xt[idx_blk[t % block]].transpose(1, 2)
             _, gW, gU = ae_gradients(Wt, Ut, xb, activation)
             Wt -= eta * gW
             Ut -= eta * gU
+            # checked after every step, so the error names the first step past the limit
+            mag = torch.maximum(Wt.abs().amax(dim=(1, 2)), Ut.abs().amax(dim=(1, 2)))
+            if not bool(torch.all(mag <= DIVERGENCE_LIMIT)):  # also catches NaN
+                mag = mag.numpy()
+                bad = int(np.flatnonzero(~(mag <= DIVERGENCE_LIMIT))[0])
+                raise DivergenceError(
+                    t + 1, bad, {"eta": eta, "batch_size": b}, float(mag[bad]), DIVERGENCE_LIMIT, method
+                )
     return AERun(steps=rec, tau=rec * eta**2 / b, W=np.stack(Ws), U=np.stack(Us), loss=np.stack(losses))
 
 

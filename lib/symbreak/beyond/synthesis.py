@@ -53,9 +53,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..engine import check_divergence, record_steps
+from ..engine import check_divergence, record_steps, replica_streams
 from ..lambert import lambert_w_scale
-from ..rng import make_rng
 from ..validation import check_array, check_int, check_nonnegative, check_positive, finite_result
 
 __all__ = [
@@ -407,7 +406,9 @@ def simulate(
     record_every : int
         Record the state every so many steps (and at the last step).
     seed : int, optional
-        Seed of the run (:func:`symbreak.rng.make_rng`).
+        Seed of the run: replica ``r`` draws from its own stream
+        (:func:`symbreak.engine.replica_streams`), so its numbers depend only on ``(seed, r)``,
+        not on how many replicas run.
 
     Raises
     ------
@@ -424,7 +425,8 @@ def simulate(
     steps = check_int("steps", steps, minimum=1)
     sigma_p2 = check_nonnegative("sigma_p2", sigma_p2)
     rec = record_steps(steps, record_every)
-    rng = make_rng(seed)
+    # one stream per replica (engine.replica_streams): replica r's numbers depend only on (seed, r)
+    rng = replica_streams(seed, range(w.shape[0]))
     v = model.v
     noise_sd = np.sqrt(np.diag(model.sigma_eps))
     sp = np.sqrt(sigma_p2)
@@ -454,11 +456,12 @@ def _loop(model, w, u, v, eta, b, steps, sigma_p2, sp, rec, rng, noise_sd, block
         sum_dq_exp += eta**2 * (
             u * u * (k2 * np.sum(a * a, axis=1) + tr_se) - k2 * wa * wa - np.sum(w * w * se_diag, axis=1)
         ) + sigma_p2 * (m - 1)
-        if t % block == 0:  # draw the minibatch statistics of `block` steps at once
+        if t % block == 0:  # draw the minibatch statistics of `block` steps at once, replica by replica
             n_blk = min(block, steps - t)
-            sxx_blk = model.lam * rng.chisquare(b, size=(n_blk, r)) / b
-            sex_blk = rng.standard_normal((n_blk, r, m)) * noise_sd * np.sqrt(sxx_blk / b)[:, :, None]
-            par_blk = sp * rng.standard_normal((n_blk, r, m + 1)) if sp > 0 else None
+            sxx_blk = model.lam * np.stack([g.chisquare(b, size=n_blk) for g in rng], axis=1) / b
+            sex_blk = np.stack([g.standard_normal((n_blk, m)) for g in rng], axis=1)
+            sex_blk *= noise_sd * np.sqrt(sxx_blk / b)[:, :, None]
+            par_blk = sp * np.stack([g.standard_normal((n_blk, m + 1)) for g in rng], axis=1) if sp > 0 else None
         sxx, sex = sxx_blk[t % block], sex_blk[t % block]
         z = a * sxx[:, None] - sex
         gw = u[:, None] * z
