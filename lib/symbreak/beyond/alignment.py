@@ -13,7 +13,15 @@ import numpy as np
 from .. import similarity
 from ..engine import DivergenceError, record_steps
 from ..rng import make_rng, torch_generator
-from ..validation import check_array, check_choice, check_int, check_nonnegative, check_positive
+from ..validation import (
+    MAX_DRAWS,
+    check_allocation,
+    check_array,
+    check_choice,
+    check_int,
+    check_nonnegative,
+    check_positive,
+)
 from ._common import DIVERGENCE_LIMIT, _tensor, _torch
 
 __all__ = ["kernel_alignment", "linear_cka", "mutual_knn", "init_mlp", "mlp_hidden", "PairRun", "train_mlp_pair"]
@@ -96,10 +104,13 @@ def init_mlp(sizes, replicas: int, *, seed=None) -> list:
     replicas : int
     seed : int, optional
     """
-    sizes = [check_int("sizes", s, minimum=1) for s in sizes]
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__"):
+        raise TypeError(f"sizes must be a sequence of layer widths, got {type(sizes).__name__} {sizes!r}")
+    sizes = [check_int(f"sizes[{i}]", s, minimum=1, maximum=MAX_DRAWS) for i, s in enumerate(sizes)]
     if len(sizes) < 3:
         raise ValueError(f"sizes must list input, at least one hidden width and output, got {sizes}")
-    replicas = check_int("replicas", replicas, minimum=1)
+    replicas = check_int("replicas", replicas, minimum=1, maximum=MAX_DRAWS)
+    check_allocation("replicas × weights of the MLP", replicas * sum(i * o for i, o in zip(sizes[:-1], sizes[1:])))
     rng = make_rng(seed)
     return [rng.standard_normal((replicas, o, i)) * np.sqrt(2.0 / i) for i, o in zip(sizes[:-1], sizes[1:])]
 
@@ -111,8 +122,22 @@ def mlp_hidden(weights, X, activation: str = "relu") -> np.ndarray:
     """
     check_choice("activation", activation, ("relu", "tanh"))
     phi = (lambda z: np.maximum(z, 0.0)) if activation == "relu" else np.tanh
+    if isinstance(weights, (str, bytes, np.ndarray)) or not hasattr(weights, "__len__") or len(weights) < 2:
+        raise ValueError(
+            "weights must be a list of at least two (R, out, in) weight stacks (a hidden layer and the output), "
+            f"got {type(weights).__name__} of length {len(weights) if hasattr(weights, '__len__') else 'none'}"
+        )
     ws = [check_array(f"weights[{i}]", w, ndim=3) for i, w in enumerate(weights)]
+    for i in range(1, len(ws)):
+        if ws[i].shape[0] != ws[0].shape[0] or ws[i].shape[2] != ws[i - 1].shape[1]:
+            raise ValueError(
+                f"weights[{i}] must have shape ({ws[0].shape[0]}, out, {ws[i - 1].shape[1]}) to follow "
+                f"weights[{i - 1}] {ws[i - 1].shape} (same replicas, input width = the previous output width), "
+                f"got {ws[i].shape}"
+            )
     X = check_array("X", X)
+    if X.ndim not in (2, 3) or (X.ndim == 3 and X.shape[0] != ws[0].shape[0]):
+        raise ValueError(f"X must be (n, input) or ({ws[0].shape[0]}, n, input), got shape {X.shape}")
     h = np.broadcast_to(X, (ws[0].shape[0],) + X.shape[-2:]) if X.ndim == 2 else X
     if h.shape[-1] != ws[0].shape[-1]:
         raise ValueError(f"X has {h.shape[-1]} features, the first layer expects {ws[0].shape[-1]}")

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..engine import DivergenceError, record_steps, replica_streams
 from ..rng import make_rng, torch_generator
-from ..validation import check_array, check_choice, check_int, check_positive
+from ..validation import check_allocation, check_array, check_choice, check_int, check_positive
 from ._common import ACTIVATIONS, DIVERGENCE_LIMIT, _tensor, _torch
 from .synthesis import lambert_scale
 
@@ -61,6 +61,15 @@ def ae_gradients(W, U, X, activation: str = "relu"):
         ``g_W = r hᵀ/B``, ``g_U = ((Wᵀr) ⊙ φ'(Ux)) xᵀ/B`` with ``r = W h − x``, ``h = φ(U x)``.
     """
     check_choice("activation", activation, ACTIVATIONS)
+    torch = _torch()
+    for name, t in (("W", W), ("U", U), ("X", X)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(
+                f"{name} must be a torch.Tensor (float64; convert a NumPy array with torch.from_numpy), "
+                f"got {type(t).__name__}"
+            )
+        if not t.is_floating_point() or t.dtype != W.dtype:
+            raise TypeError(f"{name} must be a floating-point tensor of W's dtype {W.dtype}, got {t.dtype}")
     if W.ndim != 3 or U.ndim != 3 or X.ndim != 3:
         raise ValueError("W, U and X must be 3-D stacks (replica first)")
     if U.shape != (W.shape[0], W.shape[2], W.shape[1]) or X.shape[:2] != (W.shape[0], W.shape[1]):
@@ -88,8 +97,11 @@ def init_autoencoder(X, k: int, replicas: int, *, scale: float = 1.0, seed=None)
     """
     X = check_array("X", X, ndim=2)
     d = X.shape[1]
+    if d < 2:
+        raise ValueError(f"X must have at least 2 features for an undercomplete autoencoder, got shape {X.shape}")
     k = check_int("k", k, minimum=1, maximum=d - 1)
     replicas = check_int("replicas", replicas, minimum=1)
+    check_allocation("replicas × k × d (the encoders and decoders)", 2 * replicas * k * d)
     scale = check_positive("scale", scale)
     U = make_rng(seed).standard_normal((replicas, k, d)) * scale / np.sqrt(d)
     return np.ascontiguousarray(U.transpose(0, 2, 1)), U
@@ -98,8 +110,8 @@ def init_autoencoder(X, k: int, replicas: int, *, scale: float = 1.0, seed=None)
 def neuron_charges(W, U) -> np.ndarray:
     """Per-neuron charges ``q_a = ‖W_{:a}‖² − ‖U_{a:}‖²`` (conserved by gradient flow for linear and
     ReLU units, whose positive homogeneity gives each neuron a rescaling symmetry), shape (..., k)."""
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
+    W = check_array("W", W)
+    U = check_array("U", U)
     if W.ndim < 2 or U.shape != W.shape[:-2] + (W.shape[-1], W.shape[-2]):
         raise ValueError(f"W (..., d, k) and U (..., k, d) must match, got {W.shape} and {U.shape}")
     return np.sum(W * W, axis=-2) - np.sum(U * U, axis=-1)
@@ -156,6 +168,7 @@ def train_autoencoder(
     steps = check_int("steps", steps, minimum=1)
     rec = record_steps(steps, record_every)
     r = W.shape[0]
+    check_allocation("records × replicas × k × d (the recorded weights)", 2 * rec.size * W.size)
     xt = _tensor(X)
     xall = xt.T.unsqueeze(0).expand(r, d, n)
     Wt, Ut = _tensor(W), _tensor(U)

@@ -55,7 +55,7 @@ from scipy.integrate import solve_ivp
 
 from ..engine import check_divergence, record_steps, replica_streams
 from ..lambert import lambert_w_scale
-from ..validation import check_array, check_int, check_nonnegative, check_positive, finite_result
+from ..validation import check_allocation, check_array, check_int, check_nonnegative, check_positive, finite_result
 
 __all__ = [
     "KnobModel",
@@ -95,7 +95,7 @@ class KnobModel:
     v_norm : float
         ``‖v‖ > 0``; ``v = ‖v‖ e_1``.
     m : int
-        Output dimension ``≥ 2``.
+        Output dimension, ``2 ≤ m ≤ 4096``.
     """
 
     lam: float = 1.0
@@ -108,7 +108,7 @@ class KnobModel:
         check_positive("lam", self.lam)
         check_nonnegative("sigma2", self.sigma2)
         check_positive("v_norm", self.v_norm)
-        check_int("m", self.m, minimum=2)
+        check_int("m", self.m, minimum=2, maximum=4096)  # Σ_ε is m × m: at most 128 MiB
         t = check_nonnegative("theta", self.theta)
         if t > np.pi / 2 + 1e-12:
             raise ValueError(f"theta must lie in [0, pi/2], got {self.theta!r}")
@@ -341,6 +341,7 @@ def on_manifold_point(model: KnobModel, s: float, replicas: int = 1):
     model = _check_model(model)
     s = check_positive("s", s)
     replicas = check_int("replicas", replicas, minimum=1)
+    check_allocation("replicas × m", replicas * (model.m + 1))
     w = np.zeros((replicas, model.m))
     w[:, 0] = np.sqrt(s)
     u = np.full(replicas, model.v_norm / np.sqrt(s))
@@ -425,6 +426,7 @@ def simulate(
     steps = check_int("steps", steps, minimum=1)
     sigma_p2 = check_nonnegative("sigma_p2", sigma_p2)
     rec = record_steps(steps, record_every)
+    check_allocation("records × replicas × (m + 1) (the recorded parameters)", rec.size * w.shape[0] * (model.m + 1))
     # one stream per replica (engine.replica_streams): replica r's numbers depend only on (seed, r)
     rng = replica_streams(seed, range(w.shape[0]))
     v = model.v
