@@ -396,7 +396,13 @@ def check_allocation(what: str, n_items, *, maximum: int = MAX_DRAWS, itemsize: 
     names ``what`` (the parameters that set the size), the bound and the memory it would take,
     instead of a ``MemoryError`` (or hours of swapping) later.
     """
+    if isinstance(n_items, (bool, np.bool_)) or not isinstance(n_items, (numbers.Integral, np.integer)):
+        raise ValidationTypeError(f"n_items must be an integer count, got {type(n_items).__name__} {n_items!r}")
+    maximum = check_int("maximum", maximum, minimum=0)
+    itemsize = check_int("itemsize", itemsize, minimum=1, maximum=2**20)
     n = int(n_items)
+    if n < 0:
+        raise ValueError(f"n_items must be >= 0, got {n}")
     if n > maximum:
         raise ValueError(
             f"{what} = {n:.3g} numbers exceeds the bound {maximum:.3g}: it would take "
