@@ -1,8 +1,8 @@
 """Representation similarity shared by the chapters: Gram alignment, linear CKA and mutual kNN.
 
 One implementation of the three sample-based similarity measures, used by the Platonic chapter
-(:mod:`symbreak.platonic.metrics`) and by the part *Beyond the theorems*
-(:mod:`symbreak.beyond.alignment`), which validate their own arguments (their parameter names and
+(``symbreak.platonic.metrics``) and by the part *Beyond the theorems*
+(``symbreak.beyond.alignment``), which validate their own arguments (their parameter names and
 bounds) and call these cores.
 
 All three are invariant to a positive rescaling of either representation; each representation is

@@ -216,6 +216,11 @@ def simulate_sgd_variants(
     with equal probability: the covariance is unchanged, ``x_∥`` and ``x_⊥`` stay uncorrelated but are
     no longer independent, and ``C = E[r⁴] (Σ_{j>k}λ_j) Λ₊ = 1.25 C_Gauss``.
 
+    Replica ``r`` (of ``seeds``) draws its samples from its own stream
+    (:func:`symbreak.engine.replica_streams`): its trajectory depends only on ``(seed, r)``, not on
+    how many replicas run. Divergence is checked after every step (the step is the first one past
+    the limit).
+
     Returns
     -------
     SGDResult
@@ -228,11 +233,6 @@ def simulate_sgd_variants(
         ``"scale-mixture"``, or another argument is out of range.
     symbreak.engine.DivergenceError
         If a replica diverges.
-
-    Replica ``r`` (of ``seeds``) draws its samples from its own stream
-    (:func:`symbreak.engine.replica_streams`): its trajectory depends only on ``(seed, r)``, not on
-    how many replicas run. Divergence is checked after every step (the step is the first one past
-    the limit).
     """
     from ..engine import DivergenceError, fill_normals, replica_streams
 
