@@ -11,6 +11,7 @@ import numpy as np
 from ..validation import (
     MAX_DRAWS,
     MAX_STEPS,
+    check_allocation,
     check_array,
     check_choice,
     check_int,
@@ -258,6 +259,8 @@ def simulate_sgd_variants(
         raise ValueError(f"weight_decay must be a finite number >= 0, got {weight_decay!r}")
     data = check_choice("data", data, ("gaussian", "scale-mixture"))
     d = lam.size
+    check_allocation("seeds × d × batch_size (one step's samples)", n * d * b)
+    check_allocation("records × seeds × k² × 2 (the recorded S and Q)", 2 * (min(n_records, steps) + 1) * n * k * k)
     # one stream per replica (engine.replica_streams): replica r's numbers depend only on (seed, r)
     streams = replica_streams(seed, range(n))
     X = np.empty((n, d, b))
