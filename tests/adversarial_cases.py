@@ -59,6 +59,7 @@ ACCEPTS_ANY = {
     ("validation.check_real", 0),
     ("validation.check_tolerance", 0),
     ("validation.finite_result", 0),
+    ("validation.check_allocation", 0),  # what: a description in the message
     ("validation.finite_result", 1),  # returns its argument when every number in it is finite: any type
     ("validation.check_choice", 1),
     ("validation.check_choice", 2),  # raises ValueError or returns a member
@@ -564,6 +565,7 @@ BASE = {
         {},
     ),
     "validation.ValidationTypeError": (validation.ValidationTypeError, ["n must be an integer"], {}),
+    "validation.check_allocation": (validation.check_allocation, ["seeds × records", 1000], {"itemsize": 8}),
     "validation.solve_ivp_bounded": (
         lambda t_end, y0, t_eval, **kw: validation.solve_ivp_bounded(_decay, t_end, y0, t_eval, **kw),
         [1.0, np.array([1.0, 2.0]), np.array([0.0, 0.5, 1.0])],
@@ -661,3 +663,116 @@ ORACLES = [
     ),
     ("ae.drift_correction(tied, eta=1e-8)", lambda: ae.drift_correction(np.ones(4), 2, 1.0, 1e-8), "finite"),
 ]
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 28: the newer modules (sweep, claims, explorer, beyond, plotting) and the engine's samplers.
+# (label, thunk, expected): a float (the right number, rel 1e-9), or ("names", text): a
+# ValueError/TypeError whose message contains text, raised at once (before any large allocation).
+# ------------------------------------------------------------------------------------------------
+def _issue28_cases():
+    from symbreak import claims, explorer, plotting, sweep, synthesis
+    from symbreak import nonlinear as nl
+
+    H = np.random.default_rng(0).standard_normal((40, 5))
+    X = np.random.default_rng(1).standard_normal((30, 6))
+    ws = nl.init_mlp([6, 5, 4, 3], 2, seed=1)
+
+    def ledger():
+        return claims.Ledger("book/demo/page", "autoencoder", glue=False, write=False)
+
+    def read_only():
+        out = np.zeros((2, 3))
+        out.flags.writeable = False
+        return out
+
+    names = "names"
+    return [
+        # numbers wrong without an error
+        ("nl.kernel_alignment(1e100 H, H)", lambda: nl.kernel_alignment(1e100 * H, H), 1.0),
+        ("nl.kernel_alignment(1e-200 H, H)", lambda: nl.kernel_alignment(1e-200 * H, H), 1.0),
+        ("nl.mutual_knn(1e200 H, H, 5)", lambda: nl.mutual_knn(1e200 * H, H, 5), 1.0),
+        ("nl.linear_cka(1e200 H, H)", lambda: nl.linear_cka(1e200 * H, H), 1.0),
+        ("pl.linear_cka(1e200 H, H)", lambda: pl.linear_cka(1e200 * H, H), 1.0),
+        ("pl.gram_alignment(1e-200 H, H)", lambda: pl.gram_alignment(1e-200 * H, H), 1.0),
+        ("synthesis.lambert_scale(1e200, 1, 1)", lambda: synthesis.lambert_scale(1e200, 1.0, 1.0), 1e200),
+        (
+            "Ledger.close(inf, inf)",
+            lambda: ledger().close("a-b", "Eq. 1", "s", np.inf, np.inf, rtol=0.1),
+            (names, "expected"),
+        ),
+        ("Ledger.close(rtol=True)", lambda: ledger().close("a-b", "Eq. 1", "s", 1.0, 1.5, rtol=True), (names, "rtol")),
+        (
+            "Ledger.close(2**60 + 1, 2**60)",
+            lambda: ledger().close("a-b", "Eq. 1", "s", 2**60 + 1, 2**60, atol=0.5),
+            (names, "measured"),
+        ),
+        ("grid_points({'eta': {0.1, 0.2}})", lambda: sweep.grid_points({"eta": {0.1, 0.2}}), (names, "grid['eta']")),
+        (
+            "simulate_sgd(record_weights='no')",
+            lambda: ae.simulate_sgd(LAM, 2, 0.01, 8, 20, record_weights="no"),
+            (names, "record_weights"),
+        ),
+        # sizes refused before allocating
+        (
+            "grid_points(10**10 points)",
+            lambda: sweep.grid_points({"a": range(10**5), "b": range(10**5)}),
+            (names, "MAX_POINTS"),
+        ),
+        ("grid_points(range(10**10))", lambda: sweep.grid_points({"a": range(10**10)}), (names, "MAX_POINTS")),
+        ("plotting.mode_colors(10**7)", lambda: plotting.mode_colors(10**7), (names, "n must be")),
+        ("plotting.subplots(10**4, 10**4)", lambda: plotting.subplots(10**4, 10**4), (names, "nrows")),
+        ("nl.init_autoencoder(k=2**40)", lambda: nl.init_autoencoder(X, 2**40, 1), (names, "k must be")),
+        ("nl.init_autoencoder(replicas=10**12)", lambda: nl.init_autoencoder(X, 2, 10**12), (names, "replicas")),
+        ("nl.init_mlp(widths 2**20)", lambda: nl.init_mlp([6, 2**20, 2**20, 3], 10), (names, "replicas")),
+        ("synthesis.KnobModel(m=2**40)", lambda: synthesis.KnobModel(m=2**40), (names, "m must be")),
+        (
+            "synthesis.on_manifold_point(10**12)",
+            lambda: synthesis.on_manifold_point(synthesis.KnobModel(), 1.0, 10**12),
+            (names, "replicas"),
+        ),
+        (
+            "engine.replica_streams(range(10**12))",
+            lambda: engine.replica_streams(0, range(10**12)),
+            (names, "replicas"),
+        ),
+        (
+            "ae.eos_reduced_map(seeds=10**5, n_records=10**6)",
+            lambda: ae.eos_reduced_map(LAM, 2, [0.02], [32], 0.001, seeds=10**5, n_records=10**6),
+            (names, "seeds"),
+        ),
+        (
+            "explorer.static_html(200 x 200 grid)",
+            lambda: explorer.static_html(lambda a, b: None, {"a": range(200), "b": range(200)}, alt="x"),
+            (names, "MAX_FRAMES"),
+        ),
+        # errors that name the parameter, not numpy / torch / numba internals
+        ("nl.mlp_hidden([], X)", lambda: nl.mlp_hidden([], X), (names, "weights")),
+        ("nl.mlp_hidden(mismatched widths)", lambda: nl.mlp_hidden([ws[0], ws[2], ws[2]], X), (names, "weights[1]")),
+        (
+            "nl.ae_gradients(numpy arrays)",
+            lambda: nl.ae_gradients(np.ones((1, 6, 2)), np.ones((1, 2, 6)), np.ones((1, 6, 3))),
+            (names, "W must be a torch.Tensor"),
+        ),
+        ("nl.neuron_charges('a', 'b')", lambda: nl.neuron_charges("a", "b"), (names, "W")),
+        (
+            "claims.build_report(record without id)",
+            lambda: claims.build_report([{"paper": "autoencoder", "ref": "Eq. 1", "page": "p"}], []),
+            (names, "records[0] lacks ['id']"),
+        ),
+        (
+            "explorer.static_html(colors='abc')",
+            lambda: explorer.static_html(lambda a: None, {"a": [1]}, alt="x", colors="abc"),
+            (names, "colors"),
+        ),
+        (
+            "engine.fill_normals(read-only out)",
+            lambda: engine.fill_normals(engine.replica_streams(0, range(2)), read_only()),
+            (names, "out must be writeable"),
+        ),
+        ("engine.replica_streams(0, 3)", lambda: engine.replica_streams(0, 3), (names, "replicas")),
+        ("sweep(max_workers=True)", lambda: sweep.sweep(abs, {"x": [1]}, max_workers=True), (names, "max_workers")),
+    ]
+
+
+ISSUE28_CASES = _issue28_cases()

@@ -181,7 +181,8 @@ def _short(v):
 # the targeted cases of issue 12, in a subprocess with a time limit (some hung or crashed before)
 # ------------------------------------------------------------------------------------------------
 def _run_isolated(code, timeout):
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.path.dirname(__file__))
+    path = [os.path.dirname(__file__)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(path))  # the library under test
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=timeout, env=env
     )
@@ -1052,3 +1053,196 @@ def test_task_and_network_methods():
     assert np.all(np.isfinite(L)) and not np.any(L[n:, n:])
     with pytest.raises(ValueError, match="sigma_eps must be positive definite"):
         quiet.platonic_kernel()
+
+
+# ------------------------------------------------------------------------------------------------
+# issue 28: sweep, claims, explorer, beyond (nonlinear / synthesis), plotting, the engine's samplers
+# ------------------------------------------------------------------------------------------------
+def test_issue_28_cases_in_a_subprocess():
+    """Each case of ``adversarial_cases.ISSUE28_CASES``: the right number, or at once (< 2 s, before
+    any large allocation: the subprocess has a 4 GiB address-space limit) a ValueError/TypeError
+    whose message names the parameter."""
+    code = """
+        import json, resource, time, warnings
+        resource.setrlimit(resource.RLIMIT_AS, (4 * 2**30, 4 * 2**30))
+        warnings.simplefilter("ignore")
+        from adversarial_cases import ISSUE28_CASES
+        out = []
+        for label, thunk, expected in ISSUE28_CASES:
+            t0 = time.perf_counter()
+            try:
+                val = thunk()
+                out.append([label, "ok", float(np.ravel(np.asarray(val, dtype=float))[0]), time.perf_counter() - t0])
+            except (ValueError, TypeError) as exc:
+                out.append([label, "clean", str(exc), time.perf_counter() - t0])
+            except BaseException as exc:
+                out.append([label, "bad", f"{type(exc).__name__}: {exc}", time.perf_counter() - t0])
+        print(json.dumps(out))
+    """
+    res = _run_isolated("import numpy as np\n" + textwrap.dedent(code), timeout=300)
+    assert res.returncode == 0, f"the issue-28 cases crashed the interpreter: {res.stderr[-2000:]}"
+    results = {row[0]: row[1:] for row in json.loads(res.stdout.strip().splitlines()[-1])}
+    problems = []
+    for label, _, expected in adversarial_cases.ISSUE28_CASES:
+        kind, value, seconds = results[label]
+        if isinstance(expected, float):
+            if kind != "ok" or not math.isclose(value, expected, rel_tol=1e-9):
+                problems.append((label, f"expected {expected!r}", kind, value))
+        elif kind != "clean" or expected[1] not in value:
+            problems.append((label, f"expected an error naming {expected[1]!r}", kind, value))
+        elif seconds > 2.0:
+            problems.append((label, f"the error took {seconds:.1f} s"))
+    assert not problems, problems
+
+
+LOG_SCALE = st.floats(min_value=-200.0, max_value=200.0)
+
+
+@PROPS
+@given(LOG_SCALE, LOG_SCALE, st.integers(0, 3))
+def test_similarity_metrics_are_invariant_to_positive_rescaling(log_a, log_b, seed):
+    """Kernel alignment, CKA and mutual kNN of ``a H1`` and ``b H2`` for ``a, b`` from 1e-200 to 1e200:
+    the values at scale 1 (one shared implementation, symbreak.similarity, for both chapters)."""
+    from symbreak import nonlinear as nl
+
+    g = np.random.default_rng(seed)
+    h1 = g.standard_normal((30, 4))
+    h2 = h1 @ g.standard_normal((4, 3)) + 0.3 * g.standard_normal((30, 3))
+    a, b = 10.0**log_a, 10.0**log_b
+    pairs = [
+        (nl.kernel_alignment, pl.gram_alignment),
+        (nl.linear_cka, pl.linear_cka),
+    ]
+    for beyond_fn, platonic_fn in pairs:
+        ref = platonic_fn(h1, h2)
+        assert 0.0 < ref <= 1.0
+        for fn in (beyond_fn, platonic_fn):
+            assert math.isclose(fn(a * h1, b * h2), ref, rel_tol=1e-12)
+        assert beyond_fn(h1, h2) == ref  # the same implementation
+    ref = pl.mutual_knn(h1, h2, 5)
+    assert nl.mutual_knn(a * h1, b * h2, 5) == ref == pl.mutual_knn(a * h1, b * h2, 5)
+
+
+@PROPS
+@given(POS, st.one_of(st.just(0.0), st.floats(1e-6, 1e6)), st.floats(0.0, 1e6), st.floats(1e-3, 1e3))
+def test_synthesis_lambert_scale_solves_its_equation_at_every_scale(s0, c, tau, v_norm):
+    """``ρ²/2 + log ρ = ρ0²/2 + log ρ0 + cτ`` with ``ρ = s/‖v‖`` (S5), finite where the autoencoder's is."""
+    from symbreak import synthesis
+
+    rho0 = s0 / v_norm
+    if not 1e-300 < rho0 < 1e300:
+        return
+    try:
+        s = synthesis.lambert_scale(s0, c, tau, v_norm=v_norm)
+    except ValueError as exc:
+        assert "float64" in str(exc)
+        return
+    rho = s / v_norm
+    assert math.isfinite(s) and rho >= rho0 * (1 - 1e-12)
+    if rho < 1e100:
+        rel = ((rho - rho0) * (rho + rho0) + 2.0 * math.log(rho / rho0) - 2.0 * c * tau) / (2.0 * rho * rho + 2.0)
+    else:
+        r = rho0 / rho
+        rel = ((1.0 - r) * (1.0 + r) + 2.0 * math.log(rho / rho0) / rho / rho - 2.0 * c * tau / rho / rho) / 2.0
+    assert abs(rel) <= 1e-12
+
+
+@PROPS
+@given(st.integers(-1000, 1000), st.floats(0.5, 2.0), st.floats(-1e-6, 1e-6), st.floats(1e-9, 1e-6))
+def test_ledger_verdict_does_not_depend_on_the_scale(exp2, x, delta, rtol):
+    """``close(2**k x, 2**k x (1 + δ))`` holds exactly when it holds at k = 0, for k from -1000 to 1000
+    (at 2**1000 the difference |m − e| used to overflow float64 only past 1.8e308)."""
+    from symbreak import claims
+
+    led = claims.Ledger("book/demo/page", "autoencoder", glue=False, write=False)
+    m0, e0 = x * (1 + delta), x
+    scale = math.ldexp(1.0, exp2)
+    m, e = m0 * scale, e0 * scale
+    if m == 0 or e == 0 or not (math.isfinite(m) and math.isfinite(e)) or abs(e) < 2.0**-1000:
+        return
+    want = abs(m0 - e0) <= rtol * abs(e0)
+    try:
+        got = led.close(f"p-{len(led.claims)}", "Eq. 1", "s", m, e, rtol=rtol).holds
+    except claims.ClaimError:
+        got = False
+    assert got == want
+
+
+@PROPS
+@given(st.lists(st.integers(1, 10**4), min_size=1, max_size=4))
+def test_grid_size_is_checked_before_the_points_are_built(lengths):
+    from symbreak import sweep
+
+    grid = {f"p{i}": range(n) for i, n in enumerate(lengths)}
+    if math.prod(lengths) > sweep.MAX_POINTS:
+        with pytest.raises(ValueError, match="MAX_POINTS"):
+            sweep.grid_points(grid)
+    elif math.prod(lengths) <= 10**4:  # larger valid grids are built too, only more slowly
+        points, shape = sweep.grid_points(grid)
+        assert shape == tuple(lengths) and len(points) == math.prod(lengths)
+
+
+@pytest.mark.parametrize("bad", [True, np.bool_(False), "0.1", 1 + 0j, None, [0.1]])
+def test_ledger_refuses_non_numeric_tolerances(bad):
+    from symbreak import claims
+
+    led = claims.Ledger("book/demo/page", "autoencoder", glue=False, write=False)
+    with pytest.raises(TypeError, match="rtol"):
+        led.close("a-b", "Eq. 1", "s", 1.0, 1.0, rtol=bad)
+    assert not led.claims
+
+
+REPLICA_PROPS = settings(PROPS, max_examples=4)
+
+
+@REPLICA_PROPS
+@given(st.integers(2, 37), st.integers(0, 2**31 - 1))
+def test_ensembles_are_replica_independent(replicas, seed):
+    """Replica 0's numbers depend only on the seed and its index: the same with 1 or ``replicas``
+    replicas (synthesis.simulate, nonlinear.train_autoencoder, autoencoder.simulate_sgd_variants)."""
+    from symbreak import nonlinear as nl
+    from symbreak import synthesis
+
+    model = synthesis.KnobModel(theta=0.5)
+    w, u = synthesis.on_manifold_point(model, 1.0, replicas)
+    kw = dict(eta=0.05, batch_size=4, steps=300, sigma_p2=1e-4, record_every=100, seed=seed)
+    many, one = synthesis.simulate(model, w, u, **kw), synthesis.simulate(model, w[:1], u[:1], **kw)
+    assert np.array_equal(many.w[:, 0], one.w[:, 0]) and many.mean_dq[0] == one.mean_dq[0]
+
+    X = np.random.default_rng(0).standard_normal((40, 6))
+    W0, U0 = nl.init_autoencoder(X, 2, replicas, seed=1)
+    kw = dict(activation="relu", eta=0.05, batch_size=8, steps=100, record_every=50, seed=seed)
+    many, one = nl.train_autoencoder(X, W0, U0, **kw), nl.train_autoencoder(X, W0[:1], U0[:1], **kw)
+    assert np.array_equal(many.W[:, 0], one.W[:, 0])
+
+    lam = ae.geometric_spectrum(6)
+    for data in ("gaussian", "scale-mixture"):
+        kw = dict(n_records=2, seed=seed, data=data, momentum=0.5)
+        many = ae.simulate_sgd_variants(lam, 2, 0.01, 8, 50, seeds=replicas, **kw)
+        one = ae.simulate_sgd_variants(lam, 2, 0.01, 8, 50, seeds=1, **kw)
+        assert np.array_equal(many.S[0], one.S[0])
+
+
+def test_train_autoencoder_reports_divergence_at_the_step_it_happens():
+    """It checked only at the records (``step 1000`` with ``record_every=1000``); simulate_sgd says
+    the first step past the limit. Both now agree to within the one step the limits differ by."""
+    from symbreak import nonlinear as nl
+
+    X = np.random.default_rng(0).standard_normal((50, 6))
+    W0, U0 = nl.init_autoencoder(X, 2, 1, seed=1)
+    with pytest.raises(engine.DivergenceError) as info:
+        nl.train_autoencoder(
+            X, 3 * W0, 3 * U0, activation="linear", eta=5.0, batch_size=8, steps=1000, record_every=1000, seed=2
+        )
+    assert info.value.step < 20
+    with pytest.raises(engine.DivergenceError) as info:
+        ae.simulate_sgd_variants(ae.geometric_spectrum(6), 2, 3.0, 8, 1000, n_records=1, seed=1)
+    assert info.value.step < 20
+
+
+def test_certify_concavity_leaves_mpmath_as_it_found_it():
+    import mpmath
+
+    before = (mpmath.iv.prec, mpmath.mp.prec)
+    dln.certify_concavity(3, dps=120, max_intervals=20)
+    assert (mpmath.iv.prec, mpmath.mp.prec) == before

@@ -420,6 +420,7 @@ def test_check_cli_counts_evidence_and_weak_claims(ledger, tmp_path, capsys):
     path.write_text(json.dumps(bad))
     assert claims.main(["check", str(path)]) == 1
 
+
 def test_record_only_mode_records_a_failing_claim_without_raising(ledger, monkeypatch, tmp_path):
     """``SYMBREAK_CLAIMS_RAISE=0`` (set only by ``tools/seeds.py``) records instead of raising."""
     monkeypatch.setenv("SYMBREAK_CLAIMS_RAISE", "0")
@@ -432,3 +433,59 @@ def test_record_only_mode_records_a_failing_claim_without_raising(ledger, monkey
     monkeypatch.setenv("SYMBREAK_CLAIMS_RAISE", "no")
     with pytest.raises(ValueError, match="SYMBREAK_CLAIMS_RAISE"):
         ledger.close("d-r2", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05)
+
+
+# ------------------------------------------------------------------------------------------------
+# what the ledger cannot compare is refused with a clear error (issue 28)
+# ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    "measured, expected, kw, err, match",
+    [
+        (np.inf, np.inf, {}, ValueError, "expected must be finite"),  # both sides overflowed
+        (1e308 * 10, 1e308 * 10, {}, ValueError, "expected must be finite"),
+        (1.0, 1.5, {"rtol": True}, TypeError, "rtol"),
+        (1.0, 1.5, {"rtol": 0.0, "atol": True}, TypeError, "atol"),
+        (1.0, 1.5, {"rtol": "0.1"}, TypeError, "rtol"),
+        (2**60 + 1, 2**60, {"atol": 0.5}, ValueError, "2\\*\\*53"),
+        (np.int64(2**62 + 1), np.int64(2**62), {"atol": 0.5}, ValueError, "2\\*\\*53"),
+        (10**30, 10**30, {}, ValueError, "int64"),
+        (1.0 + 0j, 1.0, {}, TypeError, "measured"),
+        ("1.0", 1.0, {}, TypeError, "measured"),
+    ],
+)
+def test_close_refuses_what_it_cannot_compare(ledger, measured, expected, kw, err, match):
+    kw.setdefault("rtol", 1e-9)
+    with pytest.raises(err, match=match):
+        ledger.close("d-x", "Eq. 6", "s", measured, expected, **kw)
+    assert not ledger.claims  # nothing was recorded
+
+
+def test_close_compares_huge_finite_values_without_overflow(ledger):
+    """|m − e| = 3.4e308 overflows float64; in scaled units the comparison is exact."""
+    with pytest.raises(claims.ClaimError, match="d-y"):
+        ledger.close("d-y", "Eq. 6", "opposite signs", 1.7e308, -1.7e308, rtol=0.5)
+    assert ledger.close("d-z", "Eq. 6", "huge and equal", 1.7e308, 1.7e308 * (1 + 1e-15), rtol=1e-12).holds
+    assert ledger.close("d-t", "Eq. 6", "tiny and equal", 5e-324, 5e-324, rtol=1e-12).holds
+
+
+@pytest.mark.parametrize("kw", [{"lower": True}, {"upper": "1"}, {"lower": float("nan")}, {"lower": 0, "strict": 1}])
+def test_bound_refuses_bad_limits(ledger, kw):
+    with pytest.raises((TypeError, ValueError), match="lower|upper|strict"):
+        ledger.bound("d-w", "Eq. 6", "s", 0.5, **kw)
+
+
+@pytest.mark.parametrize(
+    "records, match",
+    [
+        ([{"paper": "autoencoder", "ref": "Eq. 6", "page": "p"}], r"records\[0\] lacks \['id'\]"),
+        (["not a record"], r"records\[0\] must be a claim record"),
+    ],
+)
+def test_build_report_names_a_malformed_record(records, match):
+    with pytest.raises((TypeError, ValueError), match=match):
+        claims.build_report(records, [])
+
+
+def test_build_report_names_a_malformed_inventory_row():
+    with pytest.raises(ValueError, match=r"inventory\[0\] lacks"):
+        claims.build_report([], [{"paper": "autoencoder", "ref": "Eq. 6"}])

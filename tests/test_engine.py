@@ -417,3 +417,20 @@ def test_compiled_sampler_equals_the_numpy_streams_over_blocks(dtype):
     (fast, sf), (slow, ss) = run(False), run(True)
     assert all(np.array_equal(x, y) for x, y in zip(fast, slow))
     assert sf == ss
+
+
+def test_fill_normals_names_a_read_only_out_and_replica_streams_its_replicas():
+    """Issue 28: a read-only ``out`` reached numba as a TypingError; an int ``replicas`` a bare TypeError."""
+    from symbreak.engine import fill_normals, replica_streams
+
+    a = replica_streams(1, range(2))
+    x = np.zeros((2, 3))
+    x.flags.writeable = False
+    with pytest.raises(ValueError, match="out must be writeable"):
+        fill_normals(a, x)
+    with pytest.raises(ValueError, match="out must be"):
+        fill_normals(a, np.zeros(()))
+    with pytest.raises(TypeError, match="replicas must be an iterable"):
+        replica_streams(1, 3)
+    with pytest.raises(ValueError, match="MAX_DRAWS"):
+        replica_streams(1, range(10**12))

@@ -147,7 +147,16 @@ def test_resolution_drops_before_the_budget_is_refused(fresh_html):
         (dict(draw=draw_lines, grid=GRID, alt="  "), ValueError, "alt must be"),
         (dict(draw=draw_lines, grid=GRID, alt="a", initial={"eta": 0.5}), ValueError, r"initial\['eta'\]"),
         (dict(draw=draw_lines, grid=GRID, alt="a", initial={"k": 1}), ValueError, "not in grid"),
-        (dict(draw=draw_lines, grid=GRID, alt="a", colors=1), ValueError, "colors must lie in"),
+        (dict(draw=draw_lines, grid=GRID, alt="a", colors=1), ValueError, "colors must be"),
+        (dict(draw=draw_lines, grid=GRID, alt="a", colors="abc"), TypeError, "colors must be an integer"),
+        (dict(draw=draw_lines, grid=GRID, alt="a", colors=True), TypeError, "colors must be an integer"),
+        (dict(draw=draw_lines, grid=GRID, alt="a", colors=64.5), TypeError, "colors must be an integer"),
+        (dict(draw=draw_lines, grid=GRID, alt="a", dpi="200"), TypeError, "dpi must be"),
+        (dict(draw=draw_lines, grid=GRID, alt="a", dpi=1e6), ValueError, "dpi must lie"),
+        (dict(draw=draw_lines, grid=GRID, alt="a", max_bytes=True), TypeError, "max_bytes must be"),
+        (dict(draw=draw_lines, grid=GRID, alt="a", max_bytes=0), ValueError, "max_bytes must be"),
+        (dict(draw=draw_lines, grid=GRID, alt="a", labels="eta"), TypeError, "labels must be"),
+        (dict(draw=draw_lines, grid={"a": range(200), "b": range(200)}, alt="a"), ValueError, "MAX_FRAMES"),
         (dict(draw=draw_lines, grid=GRID, alt="a", dpi=float("nan")), ValueError, "dpi must be"),
         (dict(draw=lambda eta, B: None, grid=GRID, alt="a"), TypeError, "must return a matplotlib Figure"),
     ],
@@ -236,3 +245,19 @@ def test_the_palette_shrinks_before_the_resolution_drops():
     fitted, _ = explorer.static_html(draw_lines, GRID, alt="curve", colors=256, max_bytes=budget)
     assert 'data-dpi="200" data-colors="64"' in fitted
     assert all(size == (600, 400) for size, _, _ in _png_sizes(fitted))
+
+
+def test_the_budget_is_checked_frame_by_frame():
+    """Issue 28: a 60 x 60 grid drew all 3,600 frames (~7 min) before reporting the budget it passed
+    after the first few; now each attempt stops at the first frame past the budget."""
+    calls = []
+
+    def counted(a, b):
+        calls.append((a, b))
+        return draw_lines(0.01 * (1 + a % 3), 32)
+
+    grid = {"a": list(range(60)), "b": list(range(60))}
+    with pytest.raises(ValueError, match="max_bytes"):
+        explorer.static_html(counted, grid, alt="curve", max_bytes=40_000)
+    assert 1 <= len(calls) <= 12, len(calls)  # a few frames fit, then four attempts stop at once
+    plt.close("all")

@@ -109,3 +109,44 @@ def test_a_notebook_with_the_house_style_glues_without_the_iri_grammar(tmp_path)
     assert glued and "42" in str(glued[0]["data"])
     printed = "".join(o.get("text", "") for o in outputs if o.get("name") == "stdout")
     assert printed.strip() == "None True"
+
+
+# ------------------------------------------------------------------------------------------------
+# sizes are bounded and bad input names its parameter (issue 28)
+# ------------------------------------------------------------------------------------------------
+def test_sizes_are_bounded_before_anything_is_made():
+    import time
+
+    from symbreak import plotting as pt
+
+    t0 = time.perf_counter()
+    for call, match in (
+        (lambda: pt.mode_colors(10**7), "n must be an integer in \\[1, 100000\\]"),
+        (lambda: pt.mode_color(0, 2**40), "n must be"),
+        (lambda: pt.subplots(10**4, 10**4), "nrows must be"),
+        (lambda: pt.subplots(30, 30), "MAX_PANELS"),
+        (lambda: pt.panel_grid(10**6), "n must be"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            call()
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda pt: pt.mode_colors("3"), "n must be an integer"),
+        (lambda pt: pt.mode_colors(True), "n must be an integer"),
+        (lambda pt: pt.mode_colors(2.5), "n must be an integer"),
+        (lambda pt: pt.mode_color(3, 3), "index must be"),
+        (lambda pt: pt.param_colors(5), "values must be"),
+        (lambda pt: pt.param_colors([]), "values must hold"),
+        (lambda pt: pt.param_colors([1, "a"]), "orderable"),
+        (lambda pt: pt.subplots(1, 1, width=float("nan")), "width"),
+    ],
+)
+def test_bad_input_names_the_parameter(call, match):
+    from symbreak import plotting as pt
+
+    with pytest.raises((TypeError, ValueError), match=match):
+        call(pt)

@@ -206,10 +206,32 @@ def _jsonable(value):
 
 
 def _real_array(name: str, value) -> np.ndarray:
-    arr = np.asarray(value)
+    """``value`` as a float array; integers beyond ``2**53`` (not exactly a float) are refused."""
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a real number or array of real numbers: {exc}") from None
+    if (
+        arr.dtype.kind == "O"
+        and arr.size
+        and all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in arr.ravel())
+    ):
+        raise ValueError(f"{name} holds an integer beyond the int64 range: it cannot be compared as a float64")
     if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
-        raise TypeError(f"{name} must be a real number or array of real numbers, got {value!r}")
+        raise TypeError(f"{name} must be a real number or array of real numbers, got {_shorten(repr(value))}")
+    if arr.dtype.kind in "iu" and arr.size and np.max(np.abs(arr.astype(float))) > 2.0**53:
+        raise ValueError(
+            f"{name} holds an integer beyond 2**53 = {2**53}: float64 cannot represent it exactly, so the "
+            "comparison would be decided by rounding; compare exactly with Ledger.true"
+        )
     return arr.astype(float)
+
+
+def _check_limit(name: str, value) -> float:
+    """A tolerance or bound: a real number (not a bool, a string or complex)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    return float(value)
 
 
 def _fmt(value, fmt: str) -> str:
@@ -510,7 +532,7 @@ class Ledger:
         _check_evidence(evidence, se, n_se)
         rtol, atol = self._pick(rtol, quick_rtol), self._pick(atol, quick_atol)
         for name, v in (("rtol", rtol), ("atol", atol)):
-            if not (isinstance(v, numbers.Real) and math.isfinite(v) and v >= 0):
+            if not (math.isfinite(_check_limit(name, v)) and v >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
         if rtol == 0 and atol == 0:
             raise ValueError("close() needs rtol > 0 or atol > 0")
@@ -521,9 +543,19 @@ class Ledger:
             raise ValueError(f"measured {m.shape} and expected {e.shape} do not broadcast") from err
         if m.size == 0:
             raise ValueError("measured is empty")
-        finite = bool(np.all(np.isfinite(m)) and np.all(np.isfinite(e)))
-        abs_err = np.abs(m - e)
-        ok = finite and bool(np.all(abs_err <= atol + rtol * np.abs(e)))
+        if not np.all(np.isfinite(e)):
+            raise ValueError(
+                f"expected must be finite to be compared, got {_fmt(expected, fmt)} (a theory value that overflowed "
+                "float64: compare its logarithm, or in units that keep it finite)"
+            )
+        finite = bool(np.all(np.isfinite(m)))  # a non-finite measurement fails the claim
+        # compared in units of a power of two near the largest magnitude (exact: the same verdict as
+        # |m − e| ≤ atol + rtol·|e|), so that |m − e| and rtol·|e| cannot overflow
+        big = float(max(np.max(np.abs(m[np.isfinite(m)]), initial=0.0), np.max(np.abs(e)), 1e-300))
+        scale = math.ldexp(1.0, math.frexp(big)[1] - 1)  # in (big/2, big]: m/scale, e/scale in [-2, 2]
+        with np.errstate(invalid="ignore", over="ignore"):
+            abs_err = np.abs(m / scale - e / scale) * scale
+            ok = finite and bool(np.all(np.abs(m / scale - e / scale) <= atol / scale + rtol * np.abs(e / scale)))
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.where(e != 0, abs_err / np.abs(e), np.nan)
         max_abs = float(np.nanmax(abs_err)) if finite else float("nan")
@@ -588,6 +620,11 @@ class Ledger:
         lower, upper = self._pick(lower, quick_lower), self._pick(upper, quick_upper)
         if lower is None and upper is None:
             raise ValueError("bound() needs lower or upper")
+        for name, v in (("lower", lower), ("upper", upper)):
+            if v is not None and math.isnan(_check_limit(name, v)):
+                raise ValueError(f"{name} must not be NaN")
+        if not isinstance(strict, (bool, np.bool_)):
+            raise TypeError(f"strict must be a bool, got {type(strict).__name__} {strict!r}")
         m = _real_array("measured", measured)
         ok = bool(np.all(np.isfinite(m)))
         if lower is not None:

@@ -346,6 +346,10 @@ def _map_threads(fn, args, workers):
         pool.shutdown(wait=True)
 
 
+#: Memory of one replica's stream (a Generator on SFC64 and its SeedSequence), for the size check.
+_STREAM_BYTES = 1200
+
+
 def replica_streams(seed, replicas) -> list[np.random.Generator]:
     """Independent random streams, one per replica, where replica ``r``'s stream depends only on
     ``(seed, r)``.
@@ -360,9 +364,19 @@ def replica_streams(seed, replicas) -> list[np.random.Generator]:
     seed : int, tuple of int, numpy.random.SeedSequence or None
         As in :func:`symbreak.rng.make_rng`.
     replicas : iterable of int
-        Replica indices.
+        Replica indices (at most ``MAX_DRAWS`` of them).
     """
     ss = _seed_sequence(seed)
+    if isinstance(replicas, (str, bytes)) or not hasattr(replicas, "__iter__"):
+        raise TypeError(
+            f"replicas must be an iterable of replica indices (e.g. range(n)), "
+            f"got {type(replicas).__name__} {replicas!r}"
+        )
+    if hasattr(replicas, "__len__") and len(replicas) > MAX_DRAWS:
+        raise ValueError(
+            f"replicas holds {len(replicas)} indices, more than MAX_DRAWS = {MAX_DRAWS}: the streams would take "
+            f"about {len(replicas) * _STREAM_BYTES / 2**30:.3g} GiB"
+        )
     out = []
     for r in replicas:
         r = check_int("replica", r, minimum=0)

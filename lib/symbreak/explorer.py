@@ -32,7 +32,9 @@ import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 
-__all__ = ["EXPLORER_ENV_VAR", "MAX_BYTES", "explorer_mode", "static_html", "live_widget", "show"]
+from .validation import check_int, check_real
+
+__all__ = ["EXPLORER_ENV_VAR", "MAX_BYTES", "MAX_FRAMES", "explorer_mode", "static_html", "live_widget", "show"]
 
 #: Environment variable that forces the explorer mode (``live`` or ``static``).
 EXPLORER_ENV_VAR = "SYMBREAK_EXPLORER"
@@ -50,6 +52,9 @@ _FALLBACK_COLORS = 64
 _CSS_PX_PER_INCH = 100
 
 _MODES = {"live", "static"}
+
+#: Most grid points of a static explorer: every one is drawn and embedded in the page.
+MAX_FRAMES = 10_000
 
 
 def explorer_mode() -> str:
@@ -230,34 +235,35 @@ def _frames(draw, grid, dpi, colors, max_bytes):
     then at 80 % or 60 % of ``dpi``.
 
     Each frame is encoded as soon as it is drawn, so ``draw`` may return one figure updated in place
-    (much cheaper than a new figure per point). Distinct figures are kept and only re-encoded at a
-    lower resolution; when ``draw`` updates a figure in place, every point is drawn again.
+    (much cheaper than a new figure per point). The budget is checked frame by frame: an attempt
+    stops at the first frame that passes it, so no point is drawn that cannot be used. Distinct
+    figures are kept and only re-encoded at a lower resolution (the points not drawn yet are drawn
+    then); when ``draw`` updates a figure in place, every point is drawn again.
     Returns ``(frames, total, size_in, dpi, colors)`` with the resolution and palette used,
     ``frames`` ``None`` when even 60 % does not fit.
     """
-    kept, reused, size_in, total = {}, False, None, 0
+    kept, reused, size_in, total, gen = {}, False, None, 0, None
     attempts = [(1.0, colors)] + ([(1.0, _FALLBACK_COLORS)] if colors > _FALLBACK_COLORS else [])
     attempts += [(0.8, min(colors, _FALLBACK_COLORS)), (0.6, min(colors, _FALLBACK_COLORS))]
-    for n_try, (scale, colors) in enumerate(attempts):
+    for scale, colors in attempts:
         frames, total, use_svg = {}, 0, None
-        source = (
-            ((key, fig, True) for key, fig in kept.items())
-            if n_try > 0 and not reused
-            else _drawn(draw, grid, dpi * scale)
-        )
+        if gen is None or reused:
+            gen = _drawn(draw, grid, dpi * scale)
+            source = gen
+        else:  # the figures drawn so far, re-encoded; then the points not drawn yet
+            source = itertools.chain([(key, fig, True) for key, fig in kept.items()], gen)
         for key, fig, fresh in source:
             if size_in is None:
                 size_in = tuple(fig.get_size_inches())
-            if n_try == 0 and not reused:
-                reused = not fresh
-                kept = {} if reused else {**kept, key: fig}
-            if total > max_bytes:
-                if reused:
-                    break  # drawn again at the next resolution
-                continue  # keep drawing: the kept figures are re-encoded at the next resolution
+            if not fresh:  # draw updates one figure in place: a later attempt draws every point again
+                reused, kept = True, {}
+            elif not reused:
+                kept[key] = fig
             frames[key], use_svg = _encode(fig, fresh, dpi * scale, colors, use_svg)
             total += _data_url_size(*frames[key][:2])
-        if total <= max_bytes:
+            if total > max_bytes:
+                break  # the budget is passed: the next palette or resolution, without drawing the rest
+        else:
             return frames, total, size_in, dpi * scale, colors
     return None, total, size_in, None, None
 
@@ -297,7 +303,8 @@ def static_html(
         Palette size of the PNG frames (2..256), no dithering; reduced to 64 before the resolution
         drops when the frames do not fit.
     max_bytes : int
-        Budget for the whole HTML output.
+        Budget for the whole HTML output (1 to 2**31), checked frame by frame: an attempt stops at
+        the first frame that passes it.
 
     Raises
     ------
@@ -305,23 +312,33 @@ def static_html(
         If ``draw`` is not callable or does not return a Figure, or ``grid`` is not a mapping of
         sequences.
     ValueError
-        If the grid is empty, ``alt`` is empty, ``initial`` is not on the grid, ``colors`` is not in
-        2..256, or the frames do not fit ``max_bytes`` even at the lowest resolution.
+        If the grid is empty or has more than :data:`MAX_FRAMES` points, ``alt`` is empty, ``initial``
+        is not on the grid, ``colors`` is not an integer in 2..256, ``dpi`` not a number in
+        [50, 2000], or the frames do not fit ``max_bytes`` even at the lowest resolution.
     """
     grid, start = _validate(draw, grid, alt, initial)
-    if not 2 <= int(colors) <= 256:
-        raise ValueError(f"colors must lie in [2, 256], got {colors!r}")
-    if not (isinstance(dpi, (int, float)) and math.isfinite(dpi) and dpi >= 50):
-        raise ValueError(f"dpi must be a finite number >= 50, got {dpi!r}")
+    colors = check_int("colors", colors, minimum=2, maximum=256)
+    dpi = check_real("dpi", dpi)
+    if not 50 <= dpi <= 2000:
+        raise ValueError(f"dpi must lie in [50, 2000], got {dpi!r}")
+    max_bytes = check_int("max_bytes", max_bytes, minimum=1, maximum=2**31)
+    if labels is not None and not isinstance(labels, Mapping):
+        raise TypeError(f"labels must be a mapping from parameter name to label, got {type(labels).__name__}")
+    n_frames = math.prod(len(v) for v in grid.values())
+    if n_frames > MAX_FRAMES:
+        raise ValueError(
+            f"the grid has {n_frames} points, more than MAX_FRAMES = {MAX_FRAMES} frames of a static explorer "
+            "(each is drawn and embedded in the page): use fewer grid points"
+        )
     labels = dict(labels or {})
     names = list(grid)
 
-    frames, total, size_in, dpi_used, colors_used = _frames(draw, grid, dpi, int(colors), max_bytes)
-    n_frames = math.prod(len(v) for v in grid.values())
+    frames, total, size_in, dpi_used, colors_used = _frames(draw, grid, dpi, colors, max_bytes)
     if frames is None:
         raise ValueError(
-            f"the {n_frames} frames of this explorer take more than max_bytes={max_bytes} bytes even at the "
-            f"lowest resolution: use fewer grid points or smaller figures"
+            f"the frames of this explorer pass max_bytes={max_bytes} bytes even at the lowest resolution "
+            f"(reached after {total} bytes; the grid has {n_frames} points): use fewer grid points or smaller "
+            "figures"
         )
     payload = {
         key: f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}" for key, (mime, data, _) in frames.items()

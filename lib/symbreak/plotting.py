@@ -29,6 +29,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .validation import check_int, check_positive
+
 __all__ = [
     "ROLE_COLORS",
     "CONTRASTING_ROLES",
@@ -379,27 +381,42 @@ def _install_inline_formatter() -> None:
         formatters[mime].pop(Figure, None)
 
 
+#: Most panels of one figure (:func:`subplots`, :func:`panel_grid`): each is a set of matplotlib
+#: artists, and thousands take minutes to lay out.
+MAX_PANELS = 400
+
+#: Most colours :func:`mode_colors` makes (a figure distinguishes far fewer; a list of 10**7 RGBA
+#: tuples would take seconds and gigabytes).
+MAX_COLORS = 100_000
+
+
 def mode_colors(n: int) -> list:
-    """``n`` colours for modes ``0 .. n-1``, ordered along the house colour map."""
+    """``n`` colours for modes ``0 .. n-1``, ordered along the house colour map (``1 <= n <= MAX_COLORS``)."""
     import matplotlib as mpl
 
-    if int(n) < 1:
-        raise ValueError(f"n must be an integer >= 1, got {n!r}")
+    n = check_int("n", n, minimum=1, maximum=MAX_COLORS)
     cmap = mpl.colormaps[_MODE_CMAP]
     lo, hi = _MODE_RANGE
-    return [cmap(x) for x in np.linspace(lo, hi, int(n))] if n > 1 else [cmap(lo)]
+    return [cmap(x) for x in np.linspace(lo, hi, n)] if n > 1 else [cmap(lo)]
 
 
 def mode_color(index: int, n: int):
     """Colour of mode ``index`` (0-based) out of ``n``; the same everywhere in the book."""
-    if not 0 <= int(index) < int(n):
-        raise ValueError(f"index must lie in [0, {int(n) - 1}], got {index!r}")
-    return mode_colors(n)[int(index)]
+    n = check_int("n", n, minimum=1, maximum=MAX_COLORS)
+    index = check_int("index", index, minimum=0, maximum=n - 1)
+    return mode_colors(n)[index]
 
 
 def param_colors(values: Sequence) -> dict:
-    """Map each value of a parameter sweep to a colour, ordered by value."""
-    ordered = sorted(set(values))
+    """Map each value of a parameter sweep to a colour, ordered by value (at most ``MAX_COLORS`` values)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"values must be a sequence of parameter values, got {type(values).__name__} {values!r}")
+    try:
+        ordered = sorted(set(np.asarray(values).ravel().tolist() if isinstance(values, np.ndarray) else values))
+    except TypeError as exc:
+        raise TypeError(f"values must be hashable and mutually orderable (numbers, or strings): {exc}") from None
+    if not ordered:
+        raise ValueError("values must hold at least one value")
     return dict(zip(ordered, mode_colors(len(ordered))))
 
 
@@ -440,6 +457,11 @@ def subplots(nrows: int = 1, ncols: int = 1, *, width: float = 3.4, height: floa
     """``plt.subplots`` sized per panel (inches), with the house style applied."""
     import matplotlib.pyplot as plt
 
+    nrows = check_int("nrows", nrows, minimum=1, maximum=MAX_PANELS)
+    ncols = check_int("ncols", ncols, minimum=1, maximum=MAX_PANELS)
+    if nrows * ncols > MAX_PANELS:
+        raise ValueError(f"nrows × ncols = {nrows * ncols} panels exceeds MAX_PANELS = {MAX_PANELS}")
+    width, height = check_positive("width", width), check_positive("height", height)
     use_style()
     kwargs.setdefault("squeeze", False)
     return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), **kwargs)
@@ -497,8 +519,7 @@ def panel_grid(n: int, *, width: float = 2.5, height: float = 2.4, max_width: fl
     ValueError
         If ``n`` is not a positive integer or ``width``, ``height``, ``max_width`` is not positive.
     """
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    n = check_int("n", n, minimum=1, maximum=MAX_PANELS)
     for name, value in (("width", width), ("height", height), ("max_width", max_width)):
         if not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
             raise ValueError(f"{name} must be a positive number, got {value!r}")

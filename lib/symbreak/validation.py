@@ -28,6 +28,7 @@ __all__ = [
     "solve_ivp_bounded",
     "MAX_ODE_EVALUATIONS",
     "finite_result",
+    "check_allocation",
 ]
 
 
@@ -386,3 +387,25 @@ def finite_result(what: str, value):
         if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
             raise ValueError(f"{what}: the result overflows the float64 range (the inputs are too extreme in scale)")
     return value
+
+
+def check_allocation(what: str, n_items, *, maximum: int = MAX_DRAWS, itemsize: int = 8) -> int:
+    """Refuse an allocation of ``n_items`` numbers beyond ``maximum`` before it is made.
+
+    ``n_items`` is a product of validated sizes (a Python int, so it cannot overflow); the error
+    names ``what`` (the parameters that set the size), the bound and the memory it would take,
+    instead of a ``MemoryError`` (or hours of swapping) later.
+    """
+    if isinstance(n_items, (bool, np.bool_)) or not isinstance(n_items, (numbers.Integral, np.integer)):
+        raise ValidationTypeError(f"n_items must be an integer count, got {type(n_items).__name__} {n_items!r}")
+    maximum = check_int("maximum", maximum, minimum=0)
+    itemsize = check_int("itemsize", itemsize, minimum=1, maximum=2**20)
+    n = int(n_items)
+    if n < 0:
+        raise ValueError(f"n_items must be >= 0, got {n}")
+    if n > maximum:
+        raise ValueError(
+            f"{what} = {n:.3g} numbers exceeds the bound {maximum:.3g}: it would take "
+            f"{n * itemsize / 2**30:.3g} GiB of memory; use smaller sizes"
+        )
+    return n

@@ -37,7 +37,7 @@ def fill_normals(streams, out, rows=None) -> None:
     ----------
     streams : sequence of numpy.random.Generator
         One stream per leading index of ``out``.
-    out : numpy.ndarray, float64 or float32, C-contiguous
+    out : numpy.ndarray, float64 or float32, C-contiguous, writeable
         Leading axis one entry per stream.
     rows : array_like of int, optional
         Only these leading indices (default all).
@@ -47,8 +47,15 @@ def fill_normals(streams, out, rows=None) -> None:
         raise TypeError("streams must be a sequence of numpy.random.Generator")
     if not isinstance(out, np.ndarray):
         raise TypeError(f"out must be a numpy.ndarray, got {type(out).__name__}")
-    if out.dtype not in (np.float64, np.float32) or not out.flags.c_contiguous or len(out) != len(streams):
-        raise ValueError("out must be a C-contiguous float64 or float32 array with one row per stream")
+    if out.ndim == 0 or out.dtype not in (np.float64, np.float32) or not out.flags.c_contiguous:
+        raise ValueError(
+            f"out must be a C-contiguous float64 or float32 array with one row per stream, got dtype {out.dtype}, "
+            f"shape {out.shape}{'' if out.ndim == 0 or out.flags.c_contiguous else ', not C-contiguous'}"
+        )
+    if len(out) != len(streams):
+        raise ValueError(f"out must be an array with one row per stream ({len(streams)}), got shape {out.shape}")
+    if not out.flags.writeable:
+        raise ValueError("out must be writeable, got a read-only array")
     if rows is None:
         rows = np.arange(len(streams))
     else:

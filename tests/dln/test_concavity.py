@@ -45,3 +45,15 @@ def test_certification_reports_failure_when_out_of_budget():
         dln.concavity_tail_start(2)
     with pytest.raises(ValueError, match="N"):
         dln.concavity_discriminant(1.0, 1)
+
+
+def test_certify_concavity_restores_the_interval_precision():
+    """mpmath.workdps restores mp's precision only; iv's used to stay at dps=120 for the process."""
+    import mpmath
+
+    before = (mpmath.iv.prec, mpmath.mp.prec)
+    dln.certify_concavity(3, dps=120, max_intervals=50)
+    assert (mpmath.iv.prec, mpmath.mp.prec) == before
+    with pytest.raises(ValueError, match="dps"):
+        dln.certify_concavity(3, dps=10**6)
+    assert (mpmath.iv.prec, mpmath.mp.prec) == before

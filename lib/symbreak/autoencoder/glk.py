@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..rng import make_rng
 from ..validation import (
     MAX_DRAWS,
     MAX_STEPS,
+    check_allocation,
     check_array,
     check_choice,
     check_int,
@@ -217,6 +217,11 @@ def simulate_sgd_variants(
     with equal probability: the covariance is unchanged, ``x_∥`` and ``x_⊥`` stay uncorrelated but are
     no longer independent, and ``C = E[r⁴] (Σ_{j>k}λ_j) Λ₊ = 1.25 C_Gauss``.
 
+    Replica ``r`` (of ``seeds``) draws its samples from its own stream
+    (:func:`symbreak.engine.replica_streams`): its trajectory depends only on ``(seed, r)``, not on
+    how many replicas run. Divergence is checked after every step (the step is the first one past
+    the limit).
+
     Returns
     -------
     SGDResult
@@ -230,7 +235,7 @@ def simulate_sgd_variants(
     symbreak.engine.DivergenceError
         If a replica diverges.
     """
-    from ..engine import DivergenceError
+    from ..engine import DivergenceError, fill_normals, replica_streams
 
     lam = _spectrum(lambdas)
     k = _undercomplete_k(k, lam.size)
@@ -254,7 +259,11 @@ def simulate_sgd_variants(
         raise ValueError(f"weight_decay must be a finite number >= 0, got {weight_decay!r}")
     data = check_choice("data", data, ("gaussian", "scale-mixture"))
     d = lam.size
-    rng = make_rng(seed)
+    check_allocation("seeds × d × batch_size (one step's samples)", n * d * b)
+    check_allocation("records × seeds × k² × 2 (the recorded S and Q)", 2 * (min(n_records, steps) + 1) * n * k * k)
+    # one stream per replica (engine.replica_streams): replica r's numbers depend only on (seed, r)
+    streams = replica_streams(seed, range(n))
+    X = np.empty((n, d, b))
     W = np.zeros((n, d, k))
     W[:, :k, :] = np.eye(k)
     U = np.swapaxes(W, 1, 2).copy()
@@ -272,9 +281,10 @@ def simulate_sgd_variants(
 
     record()
     for t in range(1, steps + 1):
-        X = rng.standard_normal((n, d, b)) * sq
+        fill_normals(streams, X)  # X[r] = streams[r].standard_normal((d, b)), bit for bit
+        X *= sq
         if data == "scale-mixture":
-            X *= np.sqrt(np.where(rng.random((n, 1, b)) < 0.5, 0.5, 1.5))
+            X *= np.sqrt(np.where(np.stack([g.random((1, b)) for g in streams]) < 0.5, 0.5, 1.5))
         G = (W @ U - eye) @ (X @ np.swapaxes(X, 1, 2)) / b  # (WU − I) Σ̂
         gW = G @ np.swapaxes(U, 1, 2) + weight_decay * W
         gU = np.swapaxes(W, 1, 2) @ G + weight_decay * U
@@ -282,18 +292,18 @@ def simulate_sgd_variants(
         vU = momentum * vU + gU
         W = W - eta * vW
         U = U - eta * vU
+        if not (np.abs(W).max() < DIVERGENCE_LIMIT and np.abs(U).max() < DIVERGENCE_LIMIT):  # every step; NaN too
+            with np.errstate(invalid="ignore"):
+                mag = np.maximum(np.abs(W).reshape(n, -1).max(axis=1), np.abs(U).reshape(n, -1).max(axis=1))
+            bad = int(np.argmax(~(np.isfinite(mag) & (mag < DIVERGENCE_LIMIT))))
+            raise DivergenceError(
+                t,
+                bad,
+                {"eta": eta, "batch_size": b, "momentum": momentum, "weight_decay": weight_decay},
+                float(mag[bad]),
+                DIVERGENCE_LIMIT,
+            )
         if t in rec:
-            if not (np.all(np.isfinite(W)) and np.abs(W).max() < DIVERGENCE_LIMIT):
-                with np.errstate(invalid="ignore"):
-                    mag = np.abs(W).reshape(n, -1).max(axis=1)
-                bad = int(np.argmax(~(np.isfinite(mag) & (mag < DIVERGENCE_LIMIT))))
-                raise DivergenceError(
-                    t,
-                    bad,
-                    {"eta": eta, "batch_size": b, "momentum": momentum, "weight_decay": weight_decay},
-                    float(mag[bad]),
-                    DIVERGENCE_LIMIT,
-                )
             record()
     return SGDResult(
         steps=rec,

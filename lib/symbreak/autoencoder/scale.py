@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import wrightomega
 
+from ..lambert import lambert_w_scale
 from ..validation import (
     MAX_ODE_EVALUATIONS,
     check_array,
@@ -115,40 +115,7 @@ def lambert_scale(s0, c, tau):
     s0 = _broadcast_positive("s0", s0)
     c = _broadcast_positive("c", c, allow_zero=True)
     tau = _broadcast_positive("tau", tau, allow_zero=True)
-    s0, c, tau = (np.array(a, dtype=float) for a in np.broadcast_arrays(s0, c, tau))
-    with np.errstate(divide="ignore"):
-        log_s2 = 2.0 * np.log(s0)
-        log_ct = np.log(c) + np.log(tau)  # −inf where cτ = 0
-    # s² ≥ max(s0², 2cτ) − 1500: past 1e16 the log in (C.49) is a relative 1e-13 correction, and
-    # s0² or cτ may overflow; there s² is computed in log space (below)
-    big = (log_s2 > math.log(1e16)) | (log_ct > math.log(1e16))
-    s = np.empty_like(s0)
-    with np.errstate(over="ignore"):
-        z = np.asarray(log_s2 + s0 * s0 + 2.0 * c * tau, dtype=float)[~big]
-    out = np.empty_like(z)
-    tiny = z < -500.0  # W(x) = x (1 − x + …) with x = e^z < 1e-217: s = e^{z/2} to full precision
-    out[tiny] = np.exp(0.5 * z[tiny])
-    zz = z[~tiny]
-    w = np.asarray(wrightomega(zz), dtype=float)
-    w = w - (w + np.log(w) - zz) * w / (w + 1.0)  # Newton on w + log w = z
-    out[~tiny] = np.sqrt(w)
-    s[~big] = out
-    if np.any(big):
-        # s² − s0² + log(s²/s0²) = 2cτ: log s² = log(s0² + 2cτ) + log1p(−log(s²/s0²)/(s0² + 2cτ))
-        l0, l1 = log_s2[big], math.log(2.0) + log_ct[big]  # log s0², log 2cτ
-        la = np.logaddexp(l0, l1)
-        corr = la - l0  # log(s²/s0²) at the first estimate; at most ~1500
-        # s = s_ref · exp(½ log(s²/s_ref²)) with s_ref the larger of s0 and sqrt(2cτ): a small exponent,
-        # so no digits are lost to exp of a large logarithm
-        s0_ref = l0 >= l1
-        rel = np.log1p(np.exp(-np.abs(l1 - l0))) + np.log1p(-corr * np.exp(-la))
-        with np.errstate(over="ignore"):
-            ref = np.where(s0_ref, s0[big], math.sqrt(2.0) * np.sqrt(c[big]) * np.sqrt(tau[big]))
-            sb = ref * np.exp(0.5 * rel)
-        if not np.all(np.isfinite(sb)):
-            raise ValueError("lambert_scale: s(tau) exceeds the float64 range (s0 or c*tau too large)")
-        s[big] = sb
-    return float(s) if s.ndim == 0 else s
+    return lambert_w_scale(s0, c, tau)
 
 
 def sqrt_scale(s0, c, tau):

@@ -475,6 +475,9 @@ def _run(
     ``shared_streams``: seed ``s`` of every configuration draws from the stream ``(seed, s)`` (common
     random numbers across configurations) instead of the engine's stream ``(seed, c·seeds + s)``.
     """
+    if not isinstance(record_weights, (bool, np.bool_)):  # 'no' is truthy: it would record the weights
+        raise TypeError(f"record_weights must be True or False, got {type(record_weights).__name__} {record_weights!r}")
+    record_weights = bool(record_weights)
     n_conf = len(etas)
     if isinstance(init, list):
         if len(init) != n_conf:

@@ -16,6 +16,7 @@ from ..engine import (
 )
 from ..validation import (
     MAX_STEPS,
+    check_allocation,
     check_array,
     check_choice,
     check_int,
@@ -290,6 +291,9 @@ def eos_reduced_map(
             f"seeds × steps = {seeds * sum(totals):.3g} replica-steps exceeds {_MAX_MAP_WORK:.0e}: "
             "use fewer seeds or a shorter tau_max"
         )
+    check_allocation(
+        "seeds × configurations × records × 2 (the recorded scales)", 2 * seeds * etas.size * (n_records + 1)
+    )
     c1 = growth_rates(lam, k)[0]
     kernel = _edge_map_kernel()
     children = spawn_rngs(seed, etas.size * seeds)
@@ -313,7 +317,8 @@ def eos_reduced_map(
         for j, target in enumerate(rec):
             while t < target:
                 if t >= b0 + nb:  # the next block of minibatch curvatures and kicks, per replica
-                    b0, nb = t, min(4096, total - t)
+                    # at most 2**22 draws per array (32 MiB): 4096 steps up to 1024 seeds, fewer steps beyond
+                    b0, nb = t, min(4096, max(1, 2**22 // seeds), total - t)
                     if multiplicative:
                         zb = np.stack([g[0].standard_gamma(b / 2.0, nb) for g in streams], axis=1)
                         zb *= 2.0 * lam[0] * eta / b  # η Σ̂_11 = η λ_1 χ²_B/B

@@ -10,9 +10,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import similarity
 from ..engine import DivergenceError, record_steps
 from ..rng import make_rng, torch_generator
-from ..validation import check_array, check_choice, check_int, check_nonnegative, check_positive
+from ..validation import (
+    MAX_DRAWS,
+    check_allocation,
+    check_array,
+    check_choice,
+    check_int,
+    check_nonnegative,
+    check_positive,
+)
 from ._common import DIVERGENCE_LIMIT, _tensor, _torch
 
 __all__ = ["kernel_alignment", "linear_cka", "mutual_knn", "init_mlp", "mlp_hidden", "PairRun", "train_mlp_pair"]
@@ -28,31 +37,39 @@ def _reps(name, H):
     return H
 
 
+def _pair(H1, H2):
+    H1, H2 = _reps("H1", H1), _reps("H2", H2)
+    if H1.shape[-2] != H2.shape[-2]:
+        raise ValueError(f"H1 and H2 must have the same number of samples, got {H1.shape[-2]} and {H2.shape[-2]}")
+    try:
+        np.broadcast_shapes(H1.shape[:-2], H2.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the leading axes of H1 {H1.shape[:-2]} and H2 {H2.shape[:-2]} must broadcast together"
+        ) from None
+    return H1, H2
+
+
 def kernel_alignment(H1, H2) -> np.ndarray:
     """Uncentred kernel alignment ``⟨K1, K2⟩_F / (‖K1‖_F ‖K2‖_F)`` of ``K = H Hᵀ`` over the samples.
 
     With samples drawn from the data, this is the empirical version of the Platonic chapter's
     Σx-weighted alignment: for linear representations ``h = P x`` it converges to the alignment of
     ``Σ^{1/2} PᵀP Σ^{1/2}`` matrices. Computed from the feature Gram matrices (``‖H1ᵀH2‖²_F``),
-    never forming the ``n×n`` kernels. Leading axes broadcast.
+    never forming the ``n×n`` kernels. Leading axes broadcast. Invariant to a positive rescaling of
+    either representation at any scale in the float64 range: the shared implementation
+    :func:`symbreak.similarity.gram_alignment` (also the Platonic chapter's ``gram_alignment``).
     """
-    H1, H2 = _reps("H1", H1), _reps("H2", H2)
-    if H1.shape[-2] != H2.shape[-2]:
-        raise ValueError(f"H1 and H2 must have the same number of samples, got {H1.shape[-2]} and {H2.shape[-2]}")
-    t = np.swapaxes
-    cross = np.sum((t(H1, -1, -2) @ H2) ** 2, axis=(-2, -1))
-    n1 = np.sqrt(np.sum((t(H1, -1, -2) @ H1) ** 2, axis=(-2, -1)))
-    n2 = np.sqrt(np.sum((t(H2, -1, -2) @ H2) ** 2, axis=(-2, -1)))
-    if np.any(n1 == 0) or np.any(n2 == 0):
-        raise ValueError("a representation is identically zero: its alignment is undefined")
-    return cross / (n1 * n2)
+    H1, H2 = _pair(H1, H2)
+    return similarity.gram_alignment(H1, H2, names=("H1", "H2"))
 
 
 def linear_cka(H1, H2) -> np.ndarray:
     """Linear centred kernel alignment (CKA, Kornblith et al. 2019): :func:`kernel_alignment` of the
-    representations after removing their mean over the samples."""
-    H1, H2 = _reps("H1", H1), _reps("H2", H2)
-    return kernel_alignment(H1 - H1.mean(axis=-2, keepdims=True), H2 - H2.mean(axis=-2, keepdims=True))
+    representations after removing their mean over the samples (:func:`symbreak.similarity.linear_cka`,
+    shared with the Platonic chapter; scale-invariant at any scale)."""
+    H1, H2 = _pair(H1, H2)
+    return similarity.linear_cka(H1, H2, names=("H1", "H2"))
 
 
 def mutual_knn(H1, H2, k: int = 10) -> float:
@@ -60,22 +77,18 @@ def mutual_knn(H1, H2, k: int = 10) -> float:
     ``|N_k^1(i) ∩ N_k^2(i)| / k``, with neighbourhoods in Euclidean distance (self excluded).
 
     1 when the two representations have the same neighbourhoods, ``≈ k/n`` for unrelated ones.
+    The shared implementation :func:`symbreak.similarity.mutual_knn` (scale-invariant at any scale).
     """
     H1, H2 = _reps("H1", H1), _reps("H2", H2)
     if H1.ndim != 2 or H2.ndim != 2 or H1.shape[0] != H2.shape[0]:
-        raise ValueError("H1 and H2 must be 2-D (n_samples, features) with the same n_samples")
+        raise ValueError(
+            f"H1 and H2 must be 2-D (n_samples, features) with the same n_samples, got shapes {H1.shape} and {H2.shape}"
+        )
     n = H1.shape[0]
+    if n < 2:
+        raise ValueError(f"H1 and H2 must hold at least 2 samples, got {n}")
     k = check_int("k", k, minimum=1, maximum=n - 1)
-
-    def neighbours(H):
-        sq = np.sum(H * H, axis=1)
-        dist = sq[:, None] + sq[None, :] - 2 * H @ H.T
-        np.fill_diagonal(dist, np.inf)
-        return np.argpartition(dist, k, axis=1)[:, :k]
-
-    a, b = neighbours(H1), neighbours(H2)
-    hits = [np.intersect1d(a[i], b[i], assume_unique=True).size for i in range(n)]
-    return float(np.mean(hits) / k)
+    return similarity.mutual_knn(H1, H2, k)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,10 +104,13 @@ def init_mlp(sizes, replicas: int, *, seed=None) -> list:
     replicas : int
     seed : int, optional
     """
-    sizes = [check_int("sizes", s, minimum=1) for s in sizes]
+    if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__"):
+        raise TypeError(f"sizes must be a sequence of layer widths, got {type(sizes).__name__} {sizes!r}")
+    sizes = [check_int(f"sizes[{i}]", s, minimum=1, maximum=MAX_DRAWS) for i, s in enumerate(sizes)]
     if len(sizes) < 3:
         raise ValueError(f"sizes must list input, at least one hidden width and output, got {sizes}")
-    replicas = check_int("replicas", replicas, minimum=1)
+    replicas = check_int("replicas", replicas, minimum=1, maximum=MAX_DRAWS)
+    check_allocation("replicas × weights of the MLP", replicas * sum(i * o for i, o in zip(sizes[:-1], sizes[1:])))
     rng = make_rng(seed)
     return [rng.standard_normal((replicas, o, i)) * np.sqrt(2.0 / i) for i, o in zip(sizes[:-1], sizes[1:])]
 
@@ -106,8 +122,22 @@ def mlp_hidden(weights, X, activation: str = "relu") -> np.ndarray:
     """
     check_choice("activation", activation, ("relu", "tanh"))
     phi = (lambda z: np.maximum(z, 0.0)) if activation == "relu" else np.tanh
+    if isinstance(weights, (str, bytes, np.ndarray)) or not hasattr(weights, "__len__") or len(weights) < 2:
+        raise ValueError(
+            "weights must be a list of at least two (R, out, in) weight stacks (a hidden layer and the output), "
+            f"got {type(weights).__name__} of length {len(weights) if hasattr(weights, '__len__') else 'none'}"
+        )
     ws = [check_array(f"weights[{i}]", w, ndim=3) for i, w in enumerate(weights)]
+    for i in range(1, len(ws)):
+        if ws[i].shape[0] != ws[0].shape[0] or ws[i].shape[2] != ws[i - 1].shape[1]:
+            raise ValueError(
+                f"weights[{i}] must have shape ({ws[0].shape[0]}, out, {ws[i - 1].shape[1]}) to follow "
+                f"weights[{i - 1}] {ws[i - 1].shape} (same replicas, input width = the previous output width), "
+                f"got {ws[i].shape}"
+            )
     X = check_array("X", X)
+    if X.ndim not in (2, 3) or (X.ndim == 3 and X.shape[0] != ws[0].shape[0]):
+        raise ValueError(f"X must be (n, input) or ({ws[0].shape[0]}, n, input), got shape {X.shape}")
     h = np.broadcast_to(X, (ws[0].shape[0],) + X.shape[-2:]) if X.ndim == 2 else X
     if h.shape[-1] != ws[0].shape[-1]:
         raise ValueError(f"X has {h.shape[-1]} features, the first layer expects {ws[0].shape[-1]}")

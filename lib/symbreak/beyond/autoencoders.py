@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine import DivergenceError, record_steps
+from ..engine import DivergenceError, record_steps, replica_streams
 from ..rng import make_rng, torch_generator
-from ..validation import check_array, check_choice, check_int, check_positive
+from ..validation import check_allocation, check_array, check_choice, check_int, check_positive
 from ._common import ACTIVATIONS, DIVERGENCE_LIMIT, _tensor, _torch
 from .synthesis import lambert_scale
 
@@ -61,6 +61,15 @@ def ae_gradients(W, U, X, activation: str = "relu"):
         ``g_W = r hᵀ/B``, ``g_U = ((Wᵀr) ⊙ φ'(Ux)) xᵀ/B`` with ``r = W h − x``, ``h = φ(U x)``.
     """
     check_choice("activation", activation, ACTIVATIONS)
+    torch = _torch()
+    for name, t in (("W", W), ("U", U), ("X", X)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(
+                f"{name} must be a torch.Tensor (float64; convert a NumPy array with torch.from_numpy), "
+                f"got {type(t).__name__}"
+            )
+        if not t.is_floating_point() or t.dtype != W.dtype:
+            raise TypeError(f"{name} must be a floating-point tensor of W's dtype {W.dtype}, got {t.dtype}")
     if W.ndim != 3 or U.ndim != 3 or X.ndim != 3:
         raise ValueError("W, U and X must be 3-D stacks (replica first)")
     if U.shape != (W.shape[0], W.shape[2], W.shape[1]) or X.shape[:2] != (W.shape[0], W.shape[1]):
@@ -88,8 +97,11 @@ def init_autoencoder(X, k: int, replicas: int, *, scale: float = 1.0, seed=None)
     """
     X = check_array("X", X, ndim=2)
     d = X.shape[1]
+    if d < 2:
+        raise ValueError(f"X must have at least 2 features for an undercomplete autoencoder, got shape {X.shape}")
     k = check_int("k", k, minimum=1, maximum=d - 1)
     replicas = check_int("replicas", replicas, minimum=1)
+    check_allocation("replicas × k × d (the encoders and decoders)", 2 * replicas * k * d)
     scale = check_positive("scale", scale)
     U = make_rng(seed).standard_normal((replicas, k, d)) * scale / np.sqrt(d)
     return np.ascontiguousarray(U.transpose(0, 2, 1)), U
@@ -98,8 +110,8 @@ def init_autoencoder(X, k: int, replicas: int, *, scale: float = 1.0, seed=None)
 def neuron_charges(W, U) -> np.ndarray:
     """Per-neuron charges ``q_a = ‖W_{:a}‖² − ‖U_{a:}‖²`` (conserved by gradient flow for linear and
     ReLU units, whose positive homogeneity gives each neuron a rescaling symmetry), shape (..., k)."""
-    W = np.asarray(W, dtype=float)
-    U = np.asarray(U, dtype=float)
+    W = check_array("W", W)
+    U = check_array("U", U)
     if W.ndim < 2 or U.shape != W.shape[:-2] + (W.shape[-1], W.shape[-2]):
         raise ValueError(f"W (..., d, k) and U (..., k, d) must match, got {W.shape} and {U.shape}")
     return np.sum(W * W, axis=-2) - np.sum(U * U, axis=-1)
@@ -132,8 +144,10 @@ def train_autoencoder(
 ) -> AERun:
     """SGD (or full-batch gradient descent, ``batch_size=None``) on ``½‖W φ(Ux) − x‖²`` for an ensemble.
 
-    Each replica draws its own minibatch of ``B`` samples with replacement at every step (seeded
-    torch generator); the loss over the whole data set is recorded with the weights.
+    Each replica draws its own minibatch of ``B`` samples with replacement at every step, from its
+    own stream (:func:`symbreak.engine.replica_streams`): replica ``j``'s run depends only on
+    ``(seed, j)``, not on how many replicas run. The loss over the whole data set is recorded with
+    the weights; divergence is checked after every step.
 
     Raises
     ------
@@ -154,10 +168,14 @@ def train_autoencoder(
     steps = check_int("steps", steps, minimum=1)
     rec = record_steps(steps, record_every)
     r = W.shape[0]
+    check_allocation("records × replicas × k × d (the recorded weights)", 2 * rec.size * W.size)
     xt = _tensor(X)
     xall = xt.T.unsqueeze(0).expand(r, d, n)
     Wt, Ut = _tensor(W), _tensor(U)
-    gen = torch_generator(seed)
+    # one stream per replica (engine.replica_streams): replica j's minibatches depend only on (seed, j)
+    streams = None if full else replica_streams(seed, range(r))
+    block = 256
+    method = "gradient descent" if full else "SGD"
     Ws, Us, losses = [], [], []
     j = 0
     with torch.no_grad():
@@ -168,27 +186,25 @@ def train_autoencoder(
                 Us.append(Ut.numpy().copy())
                 losses.append(loss.numpy().copy())
                 j += 1
-                mag = torch.maximum(Wt.abs().amax(dim=(1, 2)), Ut.abs().amax(dim=(1, 2))).numpy()
-                if not np.all(np.isfinite(mag)) or mag.max() > DIVERGENCE_LIMIT:
-                    bad = int(np.flatnonzero(~np.isfinite(mag) | (mag > DIVERGENCE_LIMIT))[0])
-                    raise DivergenceError(
-                        t,
-                        bad,
-                        {"eta": eta, "batch_size": b},
-                        float(mag[bad]),
-                        DIVERGENCE_LIMIT,
-                        "SGD" if not full else "gradient descent",
-                    )
             if t == steps:
                 break
             if full:
                 xb = xall
             else:
-                idx = torch.randint(0, n, (r, b), generator=gen)
-                xb = xt[idx].transpose(1, 2)
+                if t % block == 0:  # the sample indices of `block` steps at once, replica by replica
+                    idx_blk = torch.from_numpy(np.stack([g.integers(0, n, size=(block, b)) for g in streams], axis=1))
+                xb = xt[idx_blk[t % block]].transpose(1, 2)
             _, gW, gU = ae_gradients(Wt, Ut, xb, activation)
             Wt -= eta * gW
             Ut -= eta * gU
+            # checked after every step, so the error names the first step past the limit
+            mag = torch.maximum(Wt.abs().amax(dim=(1, 2)), Ut.abs().amax(dim=(1, 2)))
+            if not bool(torch.all(mag <= DIVERGENCE_LIMIT)):  # also catches NaN
+                mag = mag.numpy()
+                bad = int(np.flatnonzero(~(mag <= DIVERGENCE_LIMIT))[0])
+                raise DivergenceError(
+                    t + 1, bad, {"eta": eta, "batch_size": b}, float(mag[bad]), DIVERGENCE_LIMIT, method
+                )
     return AERun(steps=rec, tau=rec * eta**2 / b, W=np.stack(Ws), U=np.stack(Us), loss=np.stack(losses))
 
 

@@ -53,11 +53,10 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.integrate import solve_ivp
-from scipy.special import wrightomega
 
-from ..engine import check_divergence, record_steps
-from ..rng import make_rng
-from ..validation import check_array, check_int, check_nonnegative, check_positive
+from ..engine import check_divergence, record_steps, replica_streams
+from ..lambert import lambert_w_scale
+from ..validation import check_allocation, check_array, check_int, check_nonnegative, check_positive, finite_result
 
 __all__ = [
     "KnobModel",
@@ -97,7 +96,7 @@ class KnobModel:
     v_norm : float
         ``‖v‖ > 0``; ``v = ‖v‖ e_1``.
     m : int
-        Output dimension ``≥ 2``.
+        Output dimension, ``2 ≤ m ≤ 4096``.
     """
 
     lam: float = 1.0
@@ -110,7 +109,7 @@ class KnobModel:
         check_positive("lam", self.lam)
         check_nonnegative("sigma2", self.sigma2)
         check_positive("v_norm", self.v_norm)
-        check_int("m", self.m, minimum=2)
+        check_int("m", self.m, minimum=2, maximum=4096)  # Σ_ε is m × m: at most 128 MiB
         t = check_nonnegative("theta", self.theta)
         if t > np.pi / 2 + 1e-12:
             raise ValueError(f"theta must lie in [0, pi/2], got {self.theta!r}")
@@ -262,18 +261,22 @@ def lambert_scale(s0, c, tau, v_norm: float = 1.0):
     v_norm : float
         ``‖v‖ > 0``.
     """
-    s0 = np.asarray(s0, dtype=float)
-    c = np.asarray(c, dtype=float)
-    tau = np.asarray(tau, dtype=float)
     vn = check_positive("v_norm", v_norm)
+    s0, c, tau = check_array("s0", s0), check_array("c", c), check_array("tau", tau)
     for name, arr, zero_ok in (("s0", s0, False), ("c", c, True), ("tau", tau, True)):
-        if not np.all(np.isfinite(arr)) or np.any(arr < 0) or (not zero_ok and np.any(arr == 0)):
+        if np.any(arr < 0) or (not zero_ok and np.any(arr == 0)):
             raise ValueError(f"{name} must contain only finite numbers {'>= 0' if zero_ok else '> 0'}")
+    try:
+        np.broadcast_shapes(s0.shape, c.shape, tau.shape)
+    except ValueError:
+        raise ValueError(f"s0 {s0.shape}, c {c.shape} and tau {tau.shape} must broadcast together") from None
     rho0 = s0 / vn
-    z = np.asarray(2.0 * np.log(rho0) + rho0 * rho0 + 2.0 * c * tau, dtype=float)
-    w = np.asarray(np.real(wrightomega(z)), dtype=float)
-    w = w - (w + np.log(w) - z) * w / (w + 1.0)
-    s = vn * np.sqrt(w)
+    if np.any(rho0 == 0) or not np.all(np.isfinite(rho0)):
+        raise ValueError("s0 / v_norm must lie in the float64 range (s0 and v_norm too far apart in scale)")
+    # ρ = s/‖v‖ follows the autoencoder chapter's law (the same evaluation, valid at every scale)
+    with np.errstate(over="ignore"):
+        s = vn * np.asarray(lambert_w_scale(rho0, c, tau))
+    finite_result("lambert_scale", s)
     return float(s) if s.ndim == 0 else s
 
 
@@ -339,6 +342,7 @@ def on_manifold_point(model: KnobModel, s: float, replicas: int = 1):
     model = _check_model(model)
     s = check_positive("s", s)
     replicas = check_int("replicas", replicas, minimum=1)
+    check_allocation("replicas × m", replicas * (model.m + 1))
     w = np.zeros((replicas, model.m))
     w[:, 0] = np.sqrt(s)
     u = np.full(replicas, model.v_norm / np.sqrt(s))
@@ -404,7 +408,9 @@ def simulate(
     record_every : int
         Record the state every so many steps (and at the last step).
     seed : int, optional
-        Seed of the run (:func:`symbreak.rng.make_rng`).
+        Seed of the run: replica ``r`` draws from its own stream
+        (:func:`symbreak.engine.replica_streams`), so its numbers depend only on ``(seed, r)``,
+        not on how many replicas run.
 
     Raises
     ------
@@ -421,7 +427,9 @@ def simulate(
     steps = check_int("steps", steps, minimum=1)
     sigma_p2 = check_nonnegative("sigma_p2", sigma_p2)
     rec = record_steps(steps, record_every)
-    rng = make_rng(seed)
+    check_allocation("records × replicas × (m + 1) (the recorded parameters)", rec.size * w.shape[0] * (model.m + 1))
+    # one stream per replica (engine.replica_streams): replica r's numbers depend only on (seed, r)
+    rng = replica_streams(seed, range(w.shape[0]))
     v = model.v
     noise_sd = np.sqrt(np.diag(model.sigma_eps))
     sp = np.sqrt(sigma_p2)
@@ -451,11 +459,12 @@ def _loop(model, w, u, v, eta, b, steps, sigma_p2, sp, rec, rng, noise_sd, block
         sum_dq_exp += eta**2 * (
             u * u * (k2 * np.sum(a * a, axis=1) + tr_se) - k2 * wa * wa - np.sum(w * w * se_diag, axis=1)
         ) + sigma_p2 * (m - 1)
-        if t % block == 0:  # draw the minibatch statistics of `block` steps at once
+        if t % block == 0:  # draw the minibatch statistics of `block` steps at once, replica by replica
             n_blk = min(block, steps - t)
-            sxx_blk = model.lam * rng.chisquare(b, size=(n_blk, r)) / b
-            sex_blk = rng.standard_normal((n_blk, r, m)) * noise_sd * np.sqrt(sxx_blk / b)[:, :, None]
-            par_blk = sp * rng.standard_normal((n_blk, r, m + 1)) if sp > 0 else None
+            sxx_blk = model.lam * np.stack([g.chisquare(b, size=n_blk) for g in rng], axis=1) / b
+            sex_blk = np.stack([g.standard_normal((n_blk, m)) for g in rng], axis=1)
+            sex_blk *= noise_sd * np.sqrt(sxx_blk / b)[:, :, None]
+            par_blk = sp * np.stack([g.standard_normal((n_blk, m + 1)) for g in rng], axis=1) if sp > 0 else None
         sxx, sex = sxx_blk[t % block], sex_blk[t % block]
         z = a * sxx[:, None] - sex
         gw = u[:, None] * z

@@ -92,60 +92,69 @@ def certify_concavity(N, *, max_intervals: int = 20_000, dps: int = 30) -> dict:
     dps = check_int("dps", dps, minimum=15, maximum=200)
     iv = mpmath.iv
     tail = concavity_tail_start(N)
-    with mpmath.workdps(dps):
-        iv.dps = dps
-        # every constant enclosed once: mixing Python numbers into interval expressions converts
-        # them at every operation, most of the cost (any grouping of the same real expression gives
-        # a valid enclosure)
-        one, n = iv.mpf(1), iv.mpf(N)
-        inv_n = one / n
-        inv_n2 = inv_n * inv_n
-        kap = one - inv_n
-        kap2, two_kap, four_kap = kap * kap, 2 * kap, 4 * kap
-        lead = 4 * kap * inv_n * (one - 2 * inv_n)  # 4κ(1 − 2/N)/N
-        quad = 8 * kap * inv_n2  # 8κ/N²
-        c3, c45, c945 = one / 3, one / 45, iv.mpf(2) / 945
-        e3, e15, e189 = -one / 3, one / 15, iv.mpf(2) / 189
-        unit = iv.mpf([0, 1])
-        two, four = iv.mpf(2), iv.mpf(4)
-        two_inv_n = two * inv_n
+    old_iv_prec = iv.prec  # mpmath.workdps sets mp's precision only: iv's is restored below
+    try:
+        with mpmath.workdps(dps):
+            iv.dps = dps
+            return _certify(N, max_intervals, iv, tail)
+    finally:
+        iv.prec = old_iv_prec
 
-        def c_enc(x):
-            x2 = x * x
-            return x * c3 - x * x2 * c45 + unit * (x * x2 * x2 * c945)
 
-        def e_enc(x):
-            x2 = x * x
-            return e3 + x2 * e15 - unit * (x2 * x2 * e189)
+def _certify(N, max_intervals, iv, tail):
+    """The interval bisection of :func:`certify_concavity`, at the interval precision already set."""
+    # every constant enclosed once: mixing Python numbers into interval expressions converts
+    # them at every operation, most of the cost (any grouping of the same real expression gives
+    # a valid enclosure)
+    one, n = iv.mpf(1), iv.mpf(N)
+    inv_n = one / n
+    inv_n2 = inv_n * inv_n
+    kap = one - inv_n
+    kap2, two_kap, four_kap = kap * kap, 2 * kap, 4 * kap
+    lead = 4 * kap * inv_n * (one - 2 * inv_n)  # 4κ(1 − 2/N)/N
+    quad = 8 * kap * inv_n2  # 8κ/N²
+    c3, c45, c945 = one / 3, one / 45, iv.mpf(2) / 945
+    e3, e15, e189 = -one / 3, one / 15, iv.mpf(2) / 189
+    unit = iv.mpf([0, 1])
+    two, four = iv.mpf(2), iv.mpf(4)
+    two_inv_n = two * inv_n
 
-        def enclose(a, b):
-            x = iv.mpf([a, b])
-            if b <= 0.5:
-                xn = x * inv_n
-                g1 = c_enc(x) - c_enc(xn) * inv_n
-                g2 = e_enc(xn) * inv_n2 - e_enc(x)
-                return kap2 - two_kap * g2 - g1 * g1
-            eps = one / (iv.exp(two * x) - one)
-            eta = one / (iv.exp(two_inv_n * x) - one)
-            diff = eta * inv_n - eps
-            return lead * eta - quad * (eta * eta) + four_kap * eps * (one + two * eps) - four * (diff * diff)
+    def c_enc(x):
+        x2 = x * x
+        return x * c3 - x * x2 * c45 + unit * (x * x2 * x2 * c945)
 
-        stack = [(0.0, 0.5), (0.5, float(tail) + 1e-9)] if tail > 0.5 else [(0.0, 0.5)]
-        used, min_lower, ok = 0, math.inf, True
-        while stack:
-            a, b = stack.pop()
-            used += 1
-            if used > max_intervals:
-                ok = False
-                break
-            lo = float(enclose(a, b).a)
-            if lo > 0:
-                min_lower = min(min_lower, lo)
-            elif b - a < 1e-12:
-                ok = False
-                break
-            else:
-                m = 0.5 * (a + b)
-                stack += [(a, m), (m, b)]
+    def e_enc(x):
+        x2 = x * x
+        return e3 + x2 * e15 - unit * (x2 * x2 * e189)
+
+    def enclose(a, b):
+        x = iv.mpf([a, b])
+        if b <= 0.5:
+            xn = x * inv_n
+            g1 = c_enc(x) - c_enc(xn) * inv_n
+            g2 = e_enc(xn) * inv_n2 - e_enc(x)
+            return kap2 - two_kap * g2 - g1 * g1
+        eps = one / (iv.exp(two * x) - one)
+        eta = one / (iv.exp(two_inv_n * x) - one)
+        diff = eta * inv_n - eps
+        return lead * eta - quad * (eta * eta) + four_kap * eps * (one + two * eps) - four * (diff * diff)
+
+    stack = [(0.0, 0.5), (0.5, float(tail) + 1e-9)] if tail > 0.5 else [(0.0, 0.5)]
+    used, min_lower, ok = 0, math.inf, True
+    while stack:
+        a, b = stack.pop()
+        used += 1
+        if used > max_intervals:
+            ok = False
+            break
+        lo = float(enclose(a, b).a)
+        if lo > 0:
+            min_lower = min(min_lower, lo)
+        elif b - a < 1e-12:
+            ok = False
+            break
+        else:
+            m = 0.5 * (a + b)
+            stack += [(a, m), (m, b)]
     min_lower = min_lower if math.isfinite(min_lower) else None
     return {"certified": ok and not stack, "tail_start": tail, "intervals": used, "min_lower": min_lower}

@@ -6,8 +6,7 @@ Pages: ``book/platonic/experiments.md``.
 
 from __future__ import annotations
 
-import numpy as np
-
+from .. import similarity
 from ..validation import (
     check_array,
     check_int,
@@ -22,54 +21,33 @@ def linear_cka(h1, h2) -> float:
 
     For zero-mean Gaussian latent data and linear representations ``h = P x`` it converges, as
     ``N → ∞``, to the Σx-weighted kernel alignment ``kernel_alignment(K1, K2, metric=Σx)``.
+    Invariant to the scale of each representation at any scale in the float64 range (the shared
+    implementation :func:`symbreak.similarity.linear_cka`).
     """
     h1 = check_array("h1", h1, ndim=2)
     h2 = check_array("h2", h2, ndim=2, shape=(h1.shape[0], None))
     if h1.shape[0] < 2:
         raise ValueError("h1 and h2 must hold at least 2 samples")
-    a = _unit_scale(h1 - h1.mean(0))  # CKA is invariant to the scale of each: no overflow or underflow
-    b = _unit_scale(h2 - h2.mean(0))
-    den = np.linalg.norm(a.T @ a) * np.linalg.norm(b.T @ b)
-    if den == 0:
-        raise ValueError("h1 and h2 must not be constant")
-    return float(np.linalg.norm(a.T @ b) ** 2 / den)
-
-
-def _unit_scale(h):
-    """``h`` divided by its largest absolute entry (zero stays zero); scale-invariant measures use it."""
-    m = np.max(np.abs(h)) if h.size else 0.0
-    return h / m if m > 0 else h
+    return similarity.linear_cka(h1, h2)
 
 
 def gram_alignment(h1, h2) -> float:
     """Uncentred alignment of the sample Gram matrices ``H1 H1ᵀ`` and ``H2 H2ᵀ`` (``N`` samples):
     the sample version of :func:`kernel_alignment` for representations that need not be linear
-    in the latent data."""
+    in the latent data. Invariant to the scale of each (:func:`symbreak.similarity.gram_alignment`)."""
     h1 = check_array("h1", h1, ndim=2)
     h2 = check_array("h2", h2, ndim=2, shape=(h1.shape[0], None))
-    h1, h2 = _unit_scale(h1), _unit_scale(h2)  # invariant to the scale of each
-    den = np.linalg.norm(h1.T @ h1) * np.linalg.norm(h2.T @ h2)
-    if den == 0:
-        raise ValueError("h1 and h2 must not be zero")
-    return float(np.linalg.norm(h1.T @ h2) ** 2 / den)
+    return similarity.gram_alignment(h1, h2)
 
 
 def mutual_knn(h1, h2, k: int = 10) -> float:
     """Mutual k-nearest-neighbour alignment (Huh et al. 2024): for each sample, the fraction of its
     ``k`` nearest neighbours (Euclidean, itself excluded) in representation 1 that are also among
     its ``k`` nearest neighbours in representation 2, averaged over samples. 1 for representations
-    equal up to a rotation and a scale; about ``k/N`` for unrelated ones."""
+    equal up to a rotation and a scale; about ``k/N`` for unrelated ones
+    (:func:`symbreak.similarity.mutual_knn`, invariant to the scale of each)."""
     h1 = check_array("h1", h1, ndim=2)
     h2 = check_array("h2", h2, ndim=2, shape=(h1.shape[0], None))
     n = h1.shape[0]
     k = check_int("k", k, minimum=1, maximum=max(n - 2, 1))
-
-    def knn(h):
-        sq = (h**2).sum(1)
-        d = sq[:, None] + sq[None, :] - 2 * h @ h.T
-        np.fill_diagonal(d, np.inf)
-        return np.argpartition(d, k - 1, axis=1)[:, :k]
-
-    a, b = knn(_unit_scale(h1)), knn(_unit_scale(h2))  # neighbours do not depend on the scale: no overflow
-    hits = [np.intersect1d(a[i], b[i]).size for i in range(n)]
-    return float(np.mean(hits) / k)
+    return similarity.mutual_knn(h1, h2, k)
