@@ -284,6 +284,7 @@ BASE = {
     "rng.make_rng": (rng.make_rng, [3], {}),
     "rng.spawn_rngs": (rng.spawn_rngs, [3, 2], {}),
     "rng.torch_generator": (rng.torch_generator, [3], {}),
+    "rng.book_seed": (rng.book_seed, [], {}),
     "validation.check_positive": (validation.check_positive, ["x", 1.0], {}),
     "validation.check_nonnegative": (validation.check_nonnegative, ["x", 1.0], {}),
     "validation.check_int": (validation.check_int, ["x", 3], {"minimum": 0}),
@@ -698,13 +699,17 @@ def _issue28_cases():
         ("synthesis.lambert_scale(1e200, 1, 1)", lambda: synthesis.lambert_scale(1e200, 1.0, 1.0), 1e200),
         (
             "Ledger.close(inf, inf)",
-            lambda: ledger().close("a-b", "Eq. 1", "s", np.inf, np.inf, rtol=0.1),
+            lambda: ledger().close("a-b", "Eq. 1", "s", np.inf, np.inf, rtol=0.1, evidence="identity"),
             (names, "expected"),
         ),
-        ("Ledger.close(rtol=True)", lambda: ledger().close("a-b", "Eq. 1", "s", 1.0, 1.5, rtol=True), (names, "rtol")),
+        (
+            "Ledger.close(rtol=True)",
+            lambda: ledger().close("a-b", "Eq. 1", "s", 1.0, 1.5, rtol=True, evidence="identity"),
+            (names, "rtol"),
+        ),
         (
             "Ledger.close(2**60 + 1, 2**60)",
-            lambda: ledger().close("a-b", "Eq. 1", "s", 2**60 + 1, 2**60, atol=0.5),
+            lambda: ledger().close("a-b", "Eq. 1", "s", 2**60 + 1, 2**60, atol=0.5, evidence="identity"),
             (names, "measured"),
         ),
         ("grid_points({'eta': {0.1, 0.2}})", lambda: sweep.grid_points({"eta": {0.1, 0.2}}), (names, "grid['eta']")),

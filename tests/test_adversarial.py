@@ -1162,7 +1162,7 @@ def test_ledger_verdict_does_not_depend_on_the_scale(exp2, x, delta, rtol):
         return
     want = abs(m0 - e0) <= rtol * abs(e0)
     try:
-        got = led.close(f"p-{len(led.claims)}", "Eq. 1", "s", m, e, rtol=rtol).holds
+        got = led.close(f"p-{len(led.claims)}", "Eq. 1", "s", m, e, rtol=rtol, evidence="identity").holds
     except claims.ClaimError:
         got = False
     assert got == want
@@ -1188,7 +1188,7 @@ def test_ledger_refuses_non_numeric_tolerances(bad):
 
     led = claims.Ledger("book/demo/page", "autoencoder", glue=False, write=False)
     with pytest.raises(TypeError, match="rtol"):
-        led.close("a-b", "Eq. 1", "s", 1.0, 1.0, rtol=bad)
+        led.close("a-b", "Eq. 1", "s", 1.0, 1.0, rtol=bad, evidence="identity")
     assert not led.claims
 
 

@@ -424,15 +424,15 @@ def test_check_cli_counts_evidence_and_weak_claims(ledger, tmp_path, capsys):
 def test_record_only_mode_records_a_failing_claim_without_raising(ledger, monkeypatch, tmp_path):
     """``SYMBREAK_CLAIMS_RAISE=0`` (set only by ``tools/seeds.py``) records instead of raising."""
     monkeypatch.setenv("SYMBREAK_CLAIMS_RAISE", "0")
-    assert ledger.close("d-r0", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05).holds is False
+    assert ledger.close("d-r0", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05, evidence="identity").holds is False
     rec = json.loads(ledger.path.read_text())["claims"][-1]
     assert rec["id"] == "d-r0" and rec["holds"] is False
     monkeypatch.setenv("SYMBREAK_CLAIMS_RAISE", "1")
     with pytest.raises(claims.ClaimError):
-        ledger.close("d-r1", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05)
+        ledger.close("d-r1", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05, evidence="identity")
     monkeypatch.setenv("SYMBREAK_CLAIMS_RAISE", "no")
     with pytest.raises(ValueError, match="SYMBREAK_CLAIMS_RAISE"):
-        ledger.close("d-r2", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05)
+        ledger.close("d-r2", "Eq. 6", "ten percent off", 1.1, 1.0, rtol=0.05, evidence="identity")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -456,22 +456,24 @@ def test_record_only_mode_records_a_failing_claim_without_raising(ledger, monkey
 def test_close_refuses_what_it_cannot_compare(ledger, measured, expected, kw, err, match):
     kw.setdefault("rtol", 1e-9)
     with pytest.raises(err, match=match):
-        ledger.close("d-x", "Eq. 6", "s", measured, expected, **kw)
+        ledger.close("d-x", "Eq. 6", "s", measured, expected, **kw, evidence="identity")
     assert not ledger.claims  # nothing was recorded
 
 
 def test_close_compares_huge_finite_values_without_overflow(ledger):
     """|m − e| = 3.4e308 overflows float64; in scaled units the comparison is exact."""
     with pytest.raises(claims.ClaimError, match="d-y"):
-        ledger.close("d-y", "Eq. 6", "opposite signs", 1.7e308, -1.7e308, rtol=0.5)
-    assert ledger.close("d-z", "Eq. 6", "huge and equal", 1.7e308, 1.7e308 * (1 + 1e-15), rtol=1e-12).holds
-    assert ledger.close("d-t", "Eq. 6", "tiny and equal", 5e-324, 5e-324, rtol=1e-12).holds
+        ledger.close("d-y", "Eq. 6", "opposite signs", 1.7e308, -1.7e308, rtol=0.5, evidence="identity")
+    assert ledger.close(
+        "d-z", "Eq. 6", "huge and equal", 1.7e308, 1.7e308 * (1 + 1e-15), rtol=1e-12, evidence="identity"
+    ).holds
+    assert ledger.close("d-t", "Eq. 6", "tiny and equal", 5e-324, 5e-324, rtol=1e-12, evidence="identity").holds
 
 
 @pytest.mark.parametrize("kw", [{"lower": True}, {"upper": "1"}, {"lower": float("nan")}, {"lower": 0, "strict": 1}])
 def test_bound_refuses_bad_limits(ledger, kw):
     with pytest.raises((TypeError, ValueError), match="lower|upper|strict"):
-        ledger.bound("d-w", "Eq. 6", "s", 0.5, **kw)
+        ledger.bound("d-w", "Eq. 6", "s", 0.5, **kw, evidence="identity")
 
 
 @pytest.mark.parametrize(

@@ -67,6 +67,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.jobs < 1:
         parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if os.environ.get("BOOK_SEED", "").strip() not in ("", "0"):
+        # the execution cache is keyed by the pages' code, not by the seed: a build under another seed
+        # would mix its pages with the default seed's (make seeds runs the pages outside the cache)
+        print(
+            "execute_pages: BOOK_SEED is set; the book's execution cache holds the default seed only. "
+            "Use `make seeds` for other seeds, or unset BOOK_SEED.",
+            file=sys.stderr,
+        )
+        return 2
     cache_path, timeout, mode = _config()
     if mode != "cache":
         print(f"execute_pages: execute_notebooks is {mode!r}, not 'cache': nothing to do")

@@ -320,6 +320,12 @@ def resolving_power(measured, expected, *, rtol: float = 0.0, atol: float = 0.0)
     m, e = m.ravel(), e.ravel()
     if m.size == 0:
         return math.inf
+    # δ is a relative distortion, so scaling m, e and atol by one power of two leaves it exactly as it
+    # is; values near the float limit are brought down first, so that m − e cannot overflow
+    top = float(np.max(np.abs(np.concatenate([m, e])), initial=0.0))
+    if math.isfinite(top) and top > 2.0**900:
+        f = 2.0 ** -math.frexp(top)[1]
+        m, e, atol = m * f, e * f, atol * f
     return float(max(np.min(_first_failure(m, e, float(rtol), float(atol), s)) for s in (1, -1)))
 
 

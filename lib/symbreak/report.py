@@ -33,6 +33,7 @@ from .claims import (
     REPRODUCING,
     REQUIRE_EVIDENCE,
     STATUSES,
+    _shorten,
     resolving_power,
 )
 
@@ -101,6 +102,20 @@ def build_report(records: list[dict], inventory: list[dict]) -> tuple[list[dict]
     """
     problems: list[str] = []
     seen: dict[str, dict] = {}
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            raise TypeError(f"records[{i}] must be a claim record (a dict), got {type(rec).__name__}")
+        lacking = [k for k in ("id", "paper", "ref", "page") if k not in rec]
+        if lacking:
+            raise ValueError(
+                f"records[{i}] lacks {lacking} (a claim record as Ledger writes it): {_shorten(repr(rec))}"
+            )
+    for i, item in enumerate(inventory):
+        if not isinstance(item, dict):
+            raise TypeError(f"inventory[{i}] must be a row (a dict), got {type(item).__name__}")
+        lacking = [k for k in ("paper", "ref", "statement", "status") if k not in item]
+        if lacking:
+            raise ValueError(f"inventory[{i}] lacks {lacking}: {_shorten(repr(item))}")
     for rec in records:
         if rec["id"] in seen:
             problems.append(f"claim id {rec['id']} appears on {seen[rec['id']]['page']} and {rec['page']}")

@@ -14,6 +14,8 @@ packages' own functions where they exist (``symbreak.platonic``, ``symbreak.auto
 * the square deep linear network of the DLN paper (all layers ``d×d``):
   :func:`dln_gradient_flow` on ``E = ½‖W_N⋯W_1 − Φ‖_F²``, :func:`dln_noise_walk` (isotropic
   parameter noise) and its exact second moment :func:`dln_noise_defect_theory`.
+
+Pages: ``book/beyond/index.md``.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ Small helpers for the experiment pages of *Beyond the theorems*:
   al. (2024), by normalising each sample's representation before the Euclidean neighbour search of
   :func:`symbreak.beyond.mutual_knn` (on unit vectors ``‖a − b‖² = 2 − 2 cos(a, b)``, so
   the neighbours are the same).
+
+Pages: ``book/beyond/alignment.md``, ``book/beyond/autoencoders.md``.
 """
 
 from __future__ import annotations
