@@ -253,6 +253,15 @@ def _terminate_workers(procs) -> None:
         p.join(max(0.0, deadline - time.monotonic()))
         if p.is_alive():  # pragma: no cover - a worker that ignores SIGTERM
             p.kill()
+    # a worker can still be listed as running for a moment (seen: one of 2 at about 1 run in 6); wait
+    # until multiprocessing has reaped every one, terminating again, within the same deadline
+    while time.monotonic() < deadline:
+        alive = [c for c in multiprocessing.active_children() if c in procs]
+        if not alive:
+            break
+        for c in alive:
+            c.terminate()
+        time.sleep(0.01)
 
 
 def sweep(
@@ -328,6 +337,7 @@ def sweep(
                 raise _point_error(exc, i, points[i]) from exc
         return SweepResult(points, results, shape)
     own = executor is None
+    children_before = set(multiprocessing.active_children()) if own else set()
     if own:
         workers = None if max_workers is None else check_int("max_workers", max_workers, minimum=1, maximum=4096)
         executor = _default_executor(
@@ -366,6 +376,9 @@ def sweep(
             # here races with it: it would set BrokenProcessPool on a cancelled future), the workers go
             procs = list((getattr(executor, "_processes", None) or {}).values())  # shutdown forgets them
             executor.shutdown(wait=False, cancel_futures=True)
+            # and any worker the pool started that its table no longer lists (seen once: one worker
+            # left alive after Ctrl-C): every child process started since this sweep began
+            procs += [c for c in multiprocessing.active_children() if c not in children_before and c not in procs]
             _terminate_workers(procs)
         elif not clean:  # an executor we do not own: cancel the queued points, stop the running ones
             for f in futures:
