@@ -1,4 +1,4 @@
-"""Matrices: the operator A_{N,X}, balanced factors, the matrix flow and gradient descent on the
+"""Matrices: the operator $A_{N,X}$, balanced factors, the matrix flow and gradient descent on the
 factors.
 
 Pages: ``book/dln/entropy.md``, ``book/dln/equilibrium.md``, ``book/dln/index.md``.
