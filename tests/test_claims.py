@@ -268,6 +268,32 @@ def test_simulation_records_its_standard_error(ledger):
         ledger.sign("d-se5", "Eq. 6", "x", 1.0, evidence="simulation", n_se=3)
 
 
+def test_a_simulation_without_sampling_error_says_why(ledger):
+    ledger.true(
+        "d-sr",
+        "Eq. 6",
+        "no run diverged",
+        True,
+        measured=0,
+        expected=0,
+        evidence="simulation",
+        se_reason="a count over all 64 replicas",
+    )
+    rec = ledger.claims[-1]
+    assert rec["se"] is None and rec["se_reason"] == "a count over all 64 replicas"
+    assert claims.validate_report([dict(rec)]) == []
+    assert claims.result_status({"status": "reproduced"}, [rec])[0] == "reproduced"
+    assert claims.result_status({"status": "reproduced"}, [dict(rec, se_reason=None)])[0] != "reproduced"
+    for bad in (
+        {"evidence": "identity", "se_reason": "x"},
+        {"evidence": "simulation", "se": 0.1, "se_reason": "x"},
+        {"evidence": "simulation", "se_reason": " "},
+    ):
+        with pytest.raises(ValueError, match="se_reason"):
+            ledger.sign("d-sr2", "Eq. 6", "x", 1.0, **bad)
+    assert any("se_reason" in p for p in claims.validate_report([dict(rec, se=0.1)]))
+
+
 def test_a_bound_against_a_theory_value_has_a_power(ledger):
     ledger.bound("d-bp", "Eq. 6", "below theory", 0.9, upper=1.0, reference=1.0, evidence="simulation", se=0.01)
     assert ledger.claims[-1]["power"] == pytest.approx(0.1)

@@ -38,7 +38,9 @@ Every comparison names the kind of its evidence (``evidence=``, one of :data:`EV
 ``simulation``
     a stochastic simulation against theory; pass the standard error of the measured value over
     independent replicas or seeds as ``se=`` (and, where the tolerance is a number of standard
-    errors, that number as ``n_se=``).
+    errors, that number as ``n_se=``). A simulation claim whose measured value has no sampling
+    error to state (a count over every replica, such as "none of the 64 runs diverged") says why in
+    ``se_reason=`` instead; the report shows that sentence where the standard error would be.
 
 Resolving power
 ---------------
@@ -356,7 +358,7 @@ def bound_power(measured, reference, *, lower=None, upper=None) -> float:
     return max(0.0, max(slacks))
 
 
-def _check_evidence(evidence, se, n_se):
+def _check_evidence(evidence, se, n_se, se_reason):
     if evidence is None:
         if REQUIRE_EVIDENCE:
             raise ValueError(f"evidence must be one of {EVIDENCE}, got None")
@@ -375,6 +377,15 @@ def _check_evidence(evidence, se, n_se):
             raise ValueError(f"n_se must be a number of standard errors > 0, got {n_se!r}")
         if se is None:
             raise ValueError("n_se (a tolerance in standard errors) needs se")
+    if se_reason is not None:
+        if not isinstance(se_reason, str) or not se_reason.strip():
+            raise ValueError(f"se_reason must be a non-empty sentence, got {se_reason!r}")
+        if evidence != "simulation":
+            raise ValueError(
+                f"se_reason says why a simulation has no standard error: evidence must be 'simulation', got {evidence!r}"
+            )
+        if se is not None:
+            raise ValueError("se_reason is for a simulation claim without se: give one or the other")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -461,6 +472,7 @@ class Ledger:
         power=None,
         se=None,
         n_se=None,
+        se_reason=None,
     ):
         if not isinstance(id, str) or not _ID.match(id):
             raise ValueError(f"id must be lower-case letters, digits and '-', got {id!r}")
@@ -491,6 +503,7 @@ class Ledger:
             "power": None if power is None else _jsonable(float(power)),
             "se": _jsonable(se),
             "n_se": n_se,
+            "se_reason": se_reason,
             "detail": detail,
             "mode": "quick" if quick_mode() else "full",
             "page": self.page,
@@ -526,16 +539,18 @@ class Ledger:
         evidence=None,
         se=None,
         n_se=None,
+        se_reason=None,
     ):
         """Claim ``|measured - expected| <= atol + rtol*|expected|`` (element-wise).
 
         ``evidence`` is one of :data:`EVIDENCE`; ``se`` the standard error of ``measured`` (a
-        simulation), ``n_se`` how many of them the tolerance is. The record carries ``power``
+        simulation), ``n_se`` how many of them the tolerance is, ``se_reason`` why a simulation has
+        none (a count over all replicas). The record carries ``power``
         (:func:`resolving_power`). Glues ``id`` (measured), ``id-expected``, ``id-err`` (largest
         relative error, as a percentage string when ``expected`` is non-zero, else the absolute
         error) and ``id-power`` (the power as a percentage).
         """
-        _check_evidence(evidence, se, n_se)
+        _check_evidence(evidence, se, n_se, se_reason)
         rtol, atol = self._pick(rtol, quick_rtol), self._pick(atol, quick_atol)
         for name, v in (("rtol", rtol), ("atol", atol)):
             if not (math.isfinite(_check_limit(name, v)) and v >= 0):
@@ -596,6 +611,7 @@ class Ledger:
             power=power,
             se=se,
             n_se=n_se,
+            se_reason=se_reason,
         )
 
     def bound(
@@ -617,12 +633,13 @@ class Ledger:
         reference=None,
         se=None,
         n_se=None,
+        se_reason=None,
     ):
         """Claim ``lower <= measured <= upper`` (either side may be omitted; ``strict`` for < ).
 
         ``reference`` is the theory value the limits come from: the record then carries its
         ``power`` (:func:`bound_power`). ``evidence``, ``se``, ``n_se`` as for :meth:`close`."""
-        _check_evidence(evidence, se, n_se)
+        _check_evidence(evidence, se, n_se, se_reason)
         lower, upper = self._pick(lower, quick_lower), self._pick(upper, quick_upper)
         if lower is None and upper is None:
             raise ValueError("bound() needs lower or upper")
@@ -660,6 +677,7 @@ class Ledger:
             else bound_power(m, _real_array("reference", reference), lower=lower, upper=upper),
             se=se,
             n_se=n_se,
+            se_reason=se_reason,
         )
 
     def sign(
@@ -676,9 +694,10 @@ class Ledger:
         evidence=None,
         se=None,
         n_se=None,
+        se_reason=None,
     ):
         """Claim ``measured > 0`` (``positive=True``) or ``measured < 0``."""
-        _check_evidence(evidence, se, n_se)
+        _check_evidence(evidence, se, n_se, se_reason)
         m = _real_array("measured", measured)
         ok = bool(np.all(np.isfinite(m)) and (np.all(m > 0) if positive else np.all(m < 0)))
         expected = "> 0" if positive else "< 0"
@@ -699,6 +718,7 @@ class Ledger:
             evidence=evidence,
             se=se,
             n_se=n_se,
+            se_reason=se_reason,
         )
 
     def order(
@@ -716,9 +736,10 @@ class Ledger:
         evidence=None,
         se=None,
         n_se=None,
+        se_reason=None,
     ):
         """Claim that ``values`` (a 1-D sequence) is increasing (or decreasing)."""
-        _check_evidence(evidence, se, n_se)
+        _check_evidence(evidence, se, n_se, se_reason)
         v = _real_array("values", values).ravel()
         if v.size < 2:
             raise ValueError("order() needs at least two values")
@@ -742,6 +763,7 @@ class Ledger:
             evidence=evidence,
             se=se,
             n_se=n_se,
+            se_reason=se_reason,
         )
 
     def true(
@@ -759,13 +781,14 @@ class Ledger:
         evidence=None,
         se=None,
         n_se=None,
+        se_reason=None,
     ):
         """Claim a condition computed on the page (e.g. an exact property or a count).
 
         ``measured`` and ``expected`` are what the report shows (e.g. a count of zero modes and the
         count the theorem gives, ``"≥ 2"`` for a ratio); ``condition`` decides. Without them the
         report shows the condition itself against ``True``."""
-        _check_evidence(evidence, se, n_se)
+        _check_evidence(evidence, se, n_se, se_reason)
         if not isinstance(condition, (bool, np.bool_)):
             raise TypeError(f"condition must be a bool, got {type(condition).__name__}")
         if expected is not None and measured is None:
@@ -789,6 +812,7 @@ class Ledger:
             evidence=evidence,
             se=se,
             n_se=n_se,
+            se_reason=se_reason,
         )
 
     def record(self, id, ref, statement, *, status="derived", paper=None, measured=None):

@@ -202,7 +202,7 @@ def _evidence_text(backing: list[dict]) -> str:
     )
     text = " and ".join(kinds) + (" only" if not set(kinds) & set(REPRODUCING) else "")
     repro = [r for r in held if r.get("evidence") in REPRODUCING]
-    with_se = [r for r in repro if r.get("evidence") != "simulation" or r.get("se") is not None]
+    with_se = [r for r in repro if r.get("evidence") != "simulation" or _has_se(r)]
     if repro and not with_se:
         text += "; simulation without se"
     powers = [_as_float(r.get("power")) for r in with_se]
@@ -211,6 +211,11 @@ def _evidence_text(backing: list[dict]) -> str:
         best = min(powers)
         text += "; power " + ("none" if math.isinf(best) else _percent(best))
     return text
+
+
+def _has_se(row: dict) -> bool:
+    """A simulation row states its uncertainty: a standard error, or why it has none (``se_reason``)."""
+    return row.get("se") is not None or bool(str(row.get("se_reason") or "").strip())
 
 
 def _percent(fraction: float) -> str:
@@ -249,7 +254,7 @@ def result_status(item: dict, backing: list[dict], *, proof_ok: bool = False) ->
     def reproduces(r):
         if r.get("evidence") not in REPRODUCING:
             return False
-        if r.get("evidence") == "simulation" and r.get("se") is None:
+        if r.get("evidence") == "simulation" and not _has_se(r):
             return False
         power = _as_float(r.get("power"))
         if power is None:
@@ -377,6 +382,8 @@ def _validate_evidence(row: dict) -> list[str]:
         out.append(f"{row['id']}: evidence {ev!r} not in {EVIDENCE}")
     if row.get("se") is not None and ev != "simulation":
         out.append(f"{row['id']}: se on a claim whose evidence is {ev!r}, not a simulation")
+    if row.get("se_reason") is not None and (ev != "simulation" or row.get("se") is not None):
+        out.append(f"{row['id']}: se_reason belongs to a simulation claim without se")
     if kind == "close" and row.get("holds") is not None:
         power = _as_float(row.get("power"))
         tol = row.get("tolerance") or {}
@@ -444,7 +451,8 @@ def main(argv=None) -> int:
         weak = [r["id"] for r in rows if r.get("kind") == "close" and (_as_float(r.get("power")) or 0) > POWER_LIMIT]
         print(f"close claims with power > {POWER_LIMIT:.0%}: {len(weak)}")
         no_se = [r["id"] for r in rows if r.get("evidence") == "simulation" and r.get("se") is None]
-        print(f"simulation claims without a standard error: {len(no_se)}")
+        reasons = sum(bool(r.get("se_reason")) for r in rows if r.get("evidence") == "simulation")
+        print(f"simulation claims without a standard error: {len(no_se)} ({reasons} of them state why)")
         print(
             f"{len(rows)} rows, {sum(r['holds'] is True for r in rows)} hold, "
             f"{sum(r['holds'] is False for r in rows)} fail, {len(problems)} problems"

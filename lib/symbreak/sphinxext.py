@@ -385,6 +385,8 @@ def measured_text(row) -> str:
     for a simulation that records its standard error."""
     text = _shown(row, "measured")
     se = row.get("se")
+    if se is None and row.get("se_reason") and text:
+        return f"{text} (no standard error: {row['se_reason']})"
     if se is None or not text:
         return text
     shown = f"{text} ± {_fmt_se(se)}"
@@ -617,6 +619,7 @@ def _write_json(app, exception):
                 "power",
                 "se",
                 "n_se",
+                "se_reason",
                 "detail",
                 "mode",
                 "page",
