@@ -81,7 +81,8 @@ figures: $(STAMP)
 
 ## make seeds N=5: execute every page at full size under BOOK_SEED=1..N (every seed moved, the code
 ## unchanged), claims recorded instead of raised; on how many seeds each claim holds and each page
-## finishes goes to _build/html/seeds.json (run it after make book: the report shows it). Hours.
+## finishes goes to _build/html/seeds.json (run it after make book: the report shows it); pages run
+## side by side on all cores (tools/seeds.py --jobs).
 N ?= 5
 seeds: $(STAMP)
 	$(BIN)/python tools/seeds.py --seeds $(N) --output _build/html/seeds.json

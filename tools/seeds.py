@@ -1,6 +1,6 @@
 """Re-execute the book's pages under other seeds and count on how many each claim holds.
 
-Usage: ``python tools/seeds.py --seeds 5 [--quick] [--output _build/html/seeds.json] [pattern ...]``
+Usage: ``python tools/seeds.py --seeds 5 [--quick] [--jobs N] [--output _build/html/seeds.json] [pattern ...]``
 (``make seeds N=5`` runs it at full size). Every page of ``_toc.yml`` is executed (jupytext +
 nbclient, in its own folder, as ``tests/test_book.py`` does) once for each of ``BOOK_SEED=1..N``
 (:mod:`symbreak.rng`: every seed the pages and the library derive is moved, the code unchanged),
@@ -14,12 +14,14 @@ measured values, tolerances), and the summary to ``seeds.json``::
 
 A claim counts in ``of`` on every seed on which its page reached it; a page that stops with an error
 counts it as not finished and names the error. The summary is rewritten after every page, so an
-interrupted run leaves what it had. Claims with no check (``record``) are not counted.
+interrupted run leaves what it had. Claims with no check (``record``) are not counted. ``--jobs N``
+(default: the number of cores) runs that many pages side by side, each in its own process.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -111,6 +113,13 @@ def summarise(seeds: list[int], runs: dict) -> dict:
     return {"seeds": [int(s) for s in seeds], "claims": dict(sorted(claims.items())), "pages": pages}
 
 
+def _run_one(page: str, seed: int, claims_dir: str, quick: bool, timeout: int):
+    """One page under one seed, in a worker process: ``(error or None, claim records, seconds)``."""
+    t = time.perf_counter()
+    error = execute_page(page, seed, pathlib.Path(claims_dir), quick=quick, timeout=timeout)
+    return error, page_claims(pathlib.Path(claims_dir), page, quick=quick), time.perf_counter() - t
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=5, help="run BOOK_SEED=1..N (default 5)")
@@ -119,26 +128,32 @@ def main(argv=None) -> int:
     parser.add_argument("--output", default=str(ROOT / "_build" / "html" / "seeds.json"), help="the summary file")
     parser.add_argument("--records", default=str(ROOT / "_build" / "seeds"), help="folder for the claim records")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds one cell may run")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="pages run at once (default: cores)")
     parser.add_argument("patterns", nargs="*", help="only pages whose name contains one of these")
     args = parser.parse_args(argv)
     seeds = args.seed_list if args.seed_list else list(range(1, args.seeds + 1))
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
     if not seeds or any(s < 1 for s in seeds):
         parser.error("--seeds must be at least 1 and --seed-list must hold positive integers (0 is the default seed)")
     pages = [p for p in toc_files(ROOT) if not args.patterns or any(pat in p for pat in args.patterns)]
     out = pathlib.Path(args.output)
     out.parent.mkdir(parents=True, exist_ok=True)
     runs: dict = {}
-    for seed in seeds:
-        claims_dir = pathlib.Path(args.records) / f"seed-{seed}"
-        for page in pages:
-            t = time.perf_counter()
-            error = execute_page(page, seed, claims_dir, quick=args.quick, timeout=args.timeout)
-            records = page_claims(claims_dir, page, quick=args.quick)
+    todo = [(page, seed) for seed in seeds for page in pages]
+    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {}
+        for page, seed in todo:
+            records_dir = str(pathlib.Path(args.records) / f"seed-{seed}")
+            futures[pool.submit(_run_one, page, seed, records_dir, args.quick, args.timeout)] = (page, seed)
+        for fut in concurrent.futures.as_completed(futures):
+            page, seed = futures[fut]
+            error, records, seconds = fut.result()
             runs[(page, seed)] = (error, records)
             failed = [r["id"] for r in records if r.get("holds") is False]
             note = f"; does not hold: {', '.join(failed)}" if failed else ""
             print(
-                f"BOOK_SEED={seed} {page}: {time.perf_counter() - t:.0f} s, {len(records)} claims"
+                f"BOOK_SEED={seed} {page}: {seconds:.0f} s, {len(records)} claims"
                 f"{note}{'; ERROR ' + error if error else ''}",
                 flush=True,
             )
