@@ -326,3 +326,27 @@ def test_results_json_and_a_missing_proof_label_fails_the_build(tmp_path, monkey
     # a row resting on identities only is computed as stated and carries the class the filter lists
     assert by_ref["Eq. 9"]["status"] == "stated" and by_ref["Eq. 9"]["shortfall"] == "identity only"
     assert html.count("claims-has-identity-only") == 1
+
+
+def test_glued_numbers_read_as_prose():
+    from symbreak.sphinxext import readable_numbers
+
+    assert readable_numbers("within 3.3e-16 (computed: ≤ 0.0e+00)") == "within 3.3 × 10⁻¹⁶ (computed: ≤ 0)"
+    assert readable_numbers("residual 9.7e-03; 4e-03–6e-03; 1e+05 steps") == "residual 0.0097; 0.004–0.006; 10⁵ steps"
+    assert readable_numbers("2.1e-12% and 1.25e+10") == "2.1 × 10⁻¹²% and 1.25 × 10¹⁰"
+    # text that is not a number in E-notation is left alone
+    for text in ("pl-e10", "x2e5y", "e-08", "3.3", "version 1.2.3e4"):
+        assert readable_numbers(text) == text
+
+
+def test_glued_text_nodes_are_rewritten_and_other_text_is_not():
+    from docutils import nodes
+
+    from symbreak import sphinxext
+
+    doc = nodes.paragraph()
+    pasted = nodes.inline("within 3.3e-16", "within 3.3e-16", classes=["pasted-text"])
+    plain = nodes.inline("code 3.3e-16", "code 3.3e-16")
+    doc += [pasted, plain]
+    sphinxext._readable_glue(None, doc)
+    assert pasted.astext() == "within 3.3 × 10⁻¹⁶" and plain.astext() == "code 3.3e-16"

@@ -20,6 +20,10 @@ paper and computed status, and of claims per evidence kind. The build also write
 ``results.json`` (one row per numbered result) next to ``claims.json``, and warns (so the strict
 build fails) on a ``proof`` label that the row's page does not define.
 
+Glued numbers read as prose: in every text pasted by ``{glue:text}`` (and ``{glue}``), a number
+written in E-notation becomes ``3.3 × 10⁻⁸`` (or a plain decimal, ``0.0097``, for exponents from
+−4 to 4) and ``0.0e+00`` becomes ``0`` (:func:`readable_numbers`).
+
 Statements are text with inline math: what sits between ``$…$`` becomes a docutils ``math`` node
 (typeset by MathJax on the site, by LaTeX in the PDF); the rest is plain Unicode text.
 
@@ -638,11 +642,49 @@ def _write_json(app, exception):
     (pathlib.Path(app.outdir) / "results.json").write_text(json.dumps(results, indent=1, ensure_ascii=False))
 
 
+_SUPERSCRIPT = str.maketrans("0123456789-", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻")
+_E_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d*)?)[eE]([+-]?\d+)(?![\w.])")
+
+
+def _readable_number(match: re.Match) -> str:
+    mantissa, exponent = match.group(1), int(match.group(2))
+    if float(mantissa) == 0:
+        return "0"
+    digits = len(mantissa.replace(".", "").lstrip("0")) or 1
+    if -4 <= exponent <= 4:
+        plain = f"{float(mantissa) * 10.0**exponent:.{digits}g}"
+        if "e" not in plain:
+            return plain
+    power = "10" + str(exponent).translate(_SUPERSCRIPT)
+    return power if float(mantissa) == 1 else f"{mantissa} × {power}"
+
+
+def readable_numbers(text: str) -> str:
+    """``text`` with every number in E-notation written for a reader.
+
+    >>> readable_numbers("within 3.3e-16; residual 9.7e-03, ≤ 0.0e+00, 1e+05 steps, 2.1e-12%")
+    'within 3.3 × 10⁻¹⁶; residual 0.0097, ≤ 0, 10⁵ steps, 2.1 × 10⁻¹²%'
+    """
+    return _E_NUMBER.sub(_readable_number, text)
+
+
+def _readable_glue(app, doctree) -> None:
+    """Rewrite the numbers of glued text (``pasted-text`` nodes) with :func:`readable_numbers`."""
+    for node in list(doctree.findall(nodes.inline)):
+        if "pasted-text" not in node.get("classes", ()):
+            continue
+        old = node.astext()
+        new = readable_numbers(old)
+        if new != old:
+            node.children = [nodes.Text(new)]
+
+
 def setup(app):
     app.add_config_value("claims_inventories", ["book/*/results.yml"], "env")
     app.add_node(claims_report_node)
     app.add_directive("claims-report", ClaimsReport)
     app.connect("doctree-read", _anchor_claims)
+    app.connect("doctree-read", _readable_glue)
     app.connect("env-purge-doc", _purge_anchors)
     app.connect("env-merge-info", _merge_anchors)
     app.connect("env-updated", _collect)
