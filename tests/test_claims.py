@@ -517,3 +517,40 @@ def test_build_report_names_a_malformed_record(records, match):
 def test_build_report_names_a_malformed_inventory_row():
     with pytest.raises(ValueError, match=r"inventory\[0\] lacks"):
         claims.build_report([], [{"paper": "autoencoder", "ref": "Eq. 6"}])
+
+
+def test_a_cell_shows_its_claims_as_a_table(ledger):
+    ledger.close("d-t1", "Eq. 6", "a law", 1.001, 1.0, rtol=0.01, evidence="independent")
+    ledger.bound("d-t2", "Lemma 2.3", "a bound", [0.5, 0.7, 0.8, 0.9], upper=1.0, evidence="simulation", se=0.01)
+    table = ledger.table()
+    rows = table.rows()
+    assert [r["claim"] for r in rows] == ["d-t1", "d-t2"] and [r[""] for r in rows] == ["✓", "✓"]
+    assert rows[0]["compared with"] == "1 (rtol 0.01)" and rows[1]["compared with"] == "≤ 1"
+    assert rows[1]["measured"] == "0.5, 0.7, 0.8, … (4 values) ± 0.01" and rows[1]["result"] == "P-Lemma 2.3"
+    html = table._repr_html_()
+    assert 'href="../reproduction-report.html#claim-d-t1"' in html and "all hold" in html
+    assert repr(table).startswith("Checked in this cell (2 claims):")
+    # the next table holds only what came after
+    assert ledger.table().rows() == []
+    assert "Checked in this cell: 1 claim, it holds" in claims.ClaimTable([ledger.claims[0]], "book/x/y")._repr_html_()
+
+
+def test_in_a_kernel_every_cell_with_claims_ends_with_its_table(tmp_path):
+    import nbclient
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(c)
+        for c in (
+            "from symbreak.claims import Ledger\nled = Ledger('book/dln/index', 'dln', write=False)",
+            "led.close('d-k1', 'Eq. 6', 'a', 1.001, 1.0, rtol=0.01, evidence='independent')",
+            "x = 1",
+        )
+    ]
+    nbclient.NotebookClient(nb, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    shown = [o for o in nb.cells[1].outputs if "text/html" in o.get("data", {})]
+    assert len(shown) == 1 and "claim-d-k1" in shown[0]["data"]["text/html"]
+    # the claim call ending the cell adds no second line of its own, and a cell without claims shows nothing
+    assert not [o for o in nb.cells[1].outputs if o["output_type"] in ("execute_result", "stream")]
+    assert nb.cells[2].outputs == []

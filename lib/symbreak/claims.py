@@ -86,6 +86,7 @@ __all__ = [
     "bound_power",
     "ClaimError",
     "Ledger",
+    "ClaimTable",
     "records_dir",
 ]
 
@@ -433,8 +434,11 @@ class Ledger:
         if self.write and self._dir is None:
             raise ValueError("write=True but no book root (_toc.yml) above the working directory")
         self._ids: set[str] = set()
+        self._shown = 0
         if self._dir is not None:
             self._dump()
+        if self.glue:
+            _show_tables_after_cells(self)
 
     # -- paths ----------------------------------------------------------------------------
     @property
@@ -861,6 +865,15 @@ class Ledger:
     def _pick(full, quick):
         return quick if (quick is not None and quick_mode()) else full
 
+    def table(self, claims: list | None = None) -> ClaimTable:
+        """The claims recorded since the last table (or ``claims``) as a :class:`ClaimTable`.
+
+        In a page (an IPython kernel with glue on) every cell that records claims ends with this
+        table by itself; call it to show one elsewhere."""
+        if claims is None:
+            claims, self._shown = self.claims[self._shown :], len(self.claims)
+        return ClaimTable(list(claims), self.page)
+
     def summary(self) -> str:
         """One line per claim: id, holds, detail."""
         return "\n".join(f"{c['id']}: {'holds' if c['holds'] else c['holds']} — {c['detail']}" for c in self.claims)
@@ -885,6 +898,155 @@ class Claim:
         return (
             f"Checked on this page ({paper_ref(self.ref)}): {verdict}; {_shorten(self.detail)} [report row {self.id}]"
         )
+
+    def _ipython_display_(self) -> None:
+        """A cell that ends with a claim call shows nothing more when its ledger ends the cell with
+        its table (:meth:`Ledger.table`); else the one line of :meth:`__repr__`."""
+        if not _TABLES[0]:
+            print(repr(self))
+
+
+#: Where the reproduction report lives in the book (its rows have the anchors ``claim-<id>``).
+REPORT_PAGE = "book/reproduction-report"
+
+
+def _short_value(rec: dict, key: str) -> str:
+    value = rec.get(key)
+    if isinstance(value, bool):
+        return "holds" if value else "does not hold"
+    if isinstance(value, (int, float)):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        flat = np.asarray(value, dtype=object).ravel()
+        if flat.size and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in flat):
+            head = ", ".join(f"{v:.3g}" for v in flat[:3])
+            return head + (f", … ({flat.size} values)" if flat.size > 3 else "")
+    return _shorten(str(value), 40) if value is not None else ""
+
+
+def _compared_with(rec: dict) -> str:
+    expected = _short_value(rec, "expected")
+    tol = rec.get("tolerance") or {}
+    if rec.get("kind") == "close":
+        parts = [f"rtol {tol['rtol']:g}" for _ in [0] if tol.get("rtol")] + [
+            f"atol {tol['atol']:g}" for _ in [0] if tol.get("atol")
+        ]
+        return f"{expected} ({', '.join(parts)})" if parts else expected
+    if rec.get("kind") == "bound" and isinstance(tol, dict):
+        lo, hi = tol.get("lower"), tol.get("upper")
+        if lo is not None and hi is not None:
+            return f"in [{lo:.4g}, {hi:.4g}]"
+        if hi is not None:
+            return f"≤ {hi:.4g}"
+        if lo is not None:
+            return f"≥ {lo:.4g}"
+    return expected
+
+
+@dataclass(frozen=True, repr=False)
+class ClaimTable:
+    """The claims one cell recorded, as the short table a check cell shows: claim (linked to its
+    row of the reproduction report), result of the paper, measured (± its standard error),
+    compared with, evidence, verdict."""
+
+    claims: list
+    page: str
+
+    def rows(self) -> list[dict]:
+        out = []
+        for rec in self.claims:
+            measured = _short_value(rec, "measured")
+            se = rec.get("se")
+            if isinstance(se, (int, float)) and measured:
+                measured += f" ± {se:.2g}"
+            verdict = {True: "✓", False: "✗ fails", None: "recorded"}[rec.get("holds")]
+            out.append(
+                {
+                    "claim": rec["id"],
+                    "result": paper_ref(rec["ref"]),
+                    "measured": measured,
+                    "compared with": _compared_with(rec),
+                    "evidence": rec.get("evidence") or "",
+                    "": verdict,
+                }
+            )
+        return out
+
+    def _report_link(self, claim_id: str) -> str:
+        import posixpath
+
+        here = posixpath.dirname(self.page) or "."
+        return posixpath.relpath(REPORT_PAGE, here) + f".html#claim-{claim_id}"
+
+    def __repr__(self) -> str:
+        rows = self.rows()
+        if not rows:
+            return "No claim was checked in this cell."
+        head = f"Checked in this cell ({len(rows)} claim{'s' if len(rows) > 1 else ''}):"
+        lines = [
+            f"  {r[''] if r[''] != '✓' else '✓ holds'}  {r['claim']} ({r['result']}, {r['evidence']}): "
+            f"measured {r['measured']}; compared with {r['compared with']}"
+            for r in rows
+        ]
+        return "\n".join([head, *lines])
+
+    def _repr_html_(self) -> str:
+        import html
+
+        rows = self.rows()
+        if not rows:
+            return ""
+        cols = ["claim", "result", "measured", "compared with", "evidence", ""]
+        body = []
+        for r in rows:
+            cells = [
+                f'<a href="{html.escape(self._report_link(r["claim"]))}">{html.escape(r["claim"])}</a>',
+                *(html.escape(str(r[c])) for c in cols[1:]),
+            ]
+            body.append("<tr>" + "".join(f'<td data-label="{c}">{v}</td>' for c, v in zip(cols, cells)) + "</tr>")
+        n = len(rows)
+        held = sum(r[""] == "✓" for r in rows)
+        verdict = ("it holds" if n == 1 else "all hold") if held == n else f"{held} of {n} hold"
+        caption = f"Checked in this cell: {n} claim{'s' if n > 1 else ''}, {verdict} (each links to its report row)"
+        return (
+            '<div class="claim-table"><table><caption>'
+            + html.escape(caption)
+            + "</caption><thead><tr>"
+            + "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+            + "</tr></thead><tbody>"
+            + "".join(body)
+            + "</tbody></table></div>"
+        )
+
+
+def _show_tables_after_cells(ledger: Ledger) -> None:
+    """In a kernel, end every cell that records claims of ``ledger`` with their table (one hook per
+    kernel: a new ledger replaces the last one's)."""
+    from IPython import get_ipython
+
+    ip = get_ipython()
+    if ip is None:  # pragma: no cover - glue is on only inside a kernel
+        return
+    old = getattr(ip, "_symbreak_table_hook", None)
+    if old is not None:
+        try:
+            ip.events.unregister("post_run_cell", old)
+        except ValueError:  # pragma: no cover - already gone
+            pass
+
+    def hook(result=None):
+        if len(ledger.claims) > ledger._shown:
+            from IPython.display import display
+
+            display(ledger.table())
+
+    ip.events.register("post_run_cell", hook)
+    ip._symbreak_table_hook = hook
+    _TABLES[0] = True
+
+
+#: Whether a kernel's cells end with their claim tables (set by the first ledger opened in a kernel).
+_TABLES = [False]
 
 
 def _shorten(text: str, limit: int = 140) -> str:
