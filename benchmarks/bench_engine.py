@@ -9,7 +9,14 @@ Two workloads, each the book's own:
   :func:`symbreak.platonic.example_pair` (depth 3, widths 5, 6; ``n = 4``, ``m = 5``) on its
   noisy task, ``B = 4``, ``η = 0.01`` with the chapter's learning-rate warm-up over 1000 steps.
 
-Baselines: one network trained by a plain PyTorch autograd loop — draw the minibatch, forward,
+Baselines, as a user who needs an ensemble would write them, all replicas at once as batched
+tensors: PyTorch with autograd, PyTorch with hand-written gradients, and (with the optional extra
+``symbreak[bench]``) JAX ``jit`` + ``vmap`` over replicas inside ``lax.scan``; for the autoencoder
+also PyTorch drawing each minibatch as its sufficient statistic, the Wishart matrix ``XᵀX``, by the
+Bartlett decomposition — the engine's algorithm in PyTorch, which separates what the algorithm gives
+from what the implementation gives. Each in float64 and float32, with one thread and with PyTorch's
+default threads; the strongest is named and the engine's ratio to it printed first. And the naive
+loop: one network trained by a plain PyTorch autograd loop — draw the minibatch, forward,
 ``loss.backward()``, manual SGD update — step after step, in float64 and float32, with one
 intra-op thread and with PyTorch's default threads, after a warm-up. The *best* of these is the
 baseline. When the default threads are slower than one thread (they thrash on tiny tensors), that
@@ -131,6 +138,240 @@ def naive_platonic(steps: int, dtype, threads) -> float:
     return _with_threads(threads, run)
 
 
+# ---------------------------------------------------------------------------------------------
+# what a user who needs an ensemble would write: all replicas as batched tensors
+# ---------------------------------------------------------------------------------------------
+
+#: the batched baselines: name -> what it is (printed with each rate)
+BATCHED_KINDS = {
+    "autograd": "PyTorch batched, autograd",
+    "manual": "PyTorch batched, hand-written gradients",
+    "wishart": "PyTorch batched, Wishart draw (Bartlett; the engine's algorithm)",
+}
+
+
+def ae_grads_manual(W, U, x):
+    """Hand-written gradients of the batched autoencoder loss ``½ mean_b |WUx_b − x_b|²``:
+    ``∇_W = Eᵀ(XUᵀ)/B``, ``∇_U = (EW)ᵀX/B`` with ``E = XUᵀWᵀ − X`` (shapes ``(R, D, K)``, ``(R, K, D)``)."""
+    r = x @ U.transpose(1, 2)  # (R, B, K)
+    e = r @ W.transpose(1, 2) - x  # (R, B, D)
+    n = x.shape[1]
+    return e.transpose(1, 2) @ r / n, (e @ W).transpose(1, 2) @ x / n
+
+
+def ae_grads_wishart(W, U, sigma):
+    """The same gradients through the minibatch's sufficient statistic ``Σ̂ = XᵀX/B``:
+    ``∇_W = MΣ̂Uᵀ``, ``∇_U = WᵀMΣ̂`` with ``M = WU − I``."""
+    m = (W @ U - torch.eye(W.shape[1], dtype=W.dtype)) @ sigma
+    return m @ U.transpose(1, 2), W.transpose(1, 2) @ m
+
+
+def platonic_grads_manual(ws, m_in, m_out, x, y):
+    """Hand-written backpropagation of ``mean_b |M_out W_L ⋯ W_1 M_in x_b − y_b|²`` through the
+    batched product of layers ``ws`` (each ``(R, out, in)``); returns the gradients of ``ws``."""
+    hs = [x @ m_in.T]
+    for w in ws:
+        hs.append(hs[-1] @ w.transpose(1, 2))
+    g = (hs[-1] @ m_out.T - y) @ m_out * (2.0 / x.shape[1])  # ∂L/∂h_L
+    grads = []
+    for i in range(len(ws) - 1, -1, -1):
+        grads.append(g.transpose(1, 2) @ hs[i])
+        g = g @ ws[i]
+    return grads[::-1]
+
+
+def bartlett_scatter(half_df, sd, gen):
+    """``F Fᵀ`` for ``F = diag(sd) A``, ``A`` the Bartlett factor of a Wishart(I, n) matrix: normals
+    below the diagonal, ``sqrt(χ²_{n−i})`` on it (``half_df[:, i] = (n − i)/2``); so ``F Fᵀ/n`` is
+    distributed as ``XᵀX/n`` for ``n`` Gaussian rows of covariance ``diag(sd²)``. Shape ``(R, d, d)``."""
+    replicas, d = half_df.shape
+    a = torch.randn(replicas, d, d, dtype=half_df.dtype, generator=gen).tril_(-1)
+    a.diagonal(dim1=1, dim2=2).copy_((2 * torch._standard_gamma(half_df)).sqrt_())
+    f = a * sd[:, None]
+    return f @ f.transpose(1, 2)
+
+
+def batched_autoencoder(steps: int, dtype, threads, replicas: int, kind: str) -> float:
+    """Replica-steps/s of ``replicas`` autoencoders trained together as batched PyTorch tensors.
+
+    ``kind``: ``"autograd"`` (``loss.backward()`` on the summed loss), ``"manual"`` (the gradients
+    ``∇_W L̂ = E ᵀ(XUᵀ)/B``, ``∇_U L̂ = (EW)ᵀX/B`` with ``E = XUᵀWᵀ − X`` written out) or
+    ``"wishart"`` (the same loss through its sufficient statistic ``Σ̂ = XᵀX/B``, drawn by the
+    Bartlett decomposition — ``D(D−1)/2`` normals and ``D`` chi-squares instead of ``B·D`` normals —
+    with ``∇_W L̂ = MΣ̂Uᵀ``, ``∇_U L̂ = WᵀMΣ̂``, ``M = WU − I``: the engine's algorithm, written in
+    PyTorch)."""
+    if kind not in BATCHED_KINDS:
+        raise ValueError(f"kind must be one of {tuple(BATCHED_KINDS)}, got {kind!r}")
+
+    def run():
+        dt = TORCH_DT[dtype]
+        torch.manual_seed(0)  # torch._standard_gamma draws from the global generator
+        gen = torch_generator(0)
+        sd = torch.tensor(np.sqrt(geometric_spectrum(D)), dtype=dt)
+        W = torch.zeros(replicas, D, K, dtype=dt)
+        W[:, :K, :K] = torch.eye(K, dtype=dt)
+        U = W.transpose(1, 2).clone()
+        half_df = ((B - torch.arange(D, dtype=dt)) / 2).expand(replicas, D).contiguous()
+        if kind == "autograd":
+            W.requires_grad_(True)
+            U.requires_grad_(True)
+
+        def step_autograd():
+            x = torch.randn(replicas, B, D, dtype=dt, generator=gen) * sd
+            loss = 0.5 * ((x @ U.transpose(1, 2) @ W.transpose(1, 2) - x) ** 2).sum(dim=2).mean(dim=1).sum()
+            loss.backward()
+            with torch.no_grad():
+                W.sub_(ETA * W.grad)
+                U.sub_(ETA * U.grad)
+            W.grad = None
+            U.grad = None
+
+        def step_manual():
+            x = torch.randn(replicas, B, D, dtype=dt, generator=gen) * sd
+            g_w, g_u = ae_grads_manual(W, U, x)
+            W.sub_(g_w, alpha=ETA)
+            U.sub_(g_u, alpha=ETA)
+
+        def step_wishart():
+            g_w, g_u = ae_grads_wishart(W, U, bartlett_scatter(half_df, sd, gen))
+            W.sub_(g_w, alpha=ETA / B)
+            U.sub_(g_u, alpha=ETA / B)
+
+        step = {"autograd": step_autograd, "manual": step_manual, "wishart": step_wishart}[kind]
+        return replicas * _timed(step, steps, min(50, steps))
+
+    return _with_threads(threads, run)
+
+
+def batched_platonic(steps: int, dtype, threads, replicas: int, kind: str) -> float:
+    """Replica-steps/s of ``replicas`` copies of the Platonic workload's network trained together as
+    batched PyTorch tensors, by autograd (``kind="autograd"``) or by hand-written backpropagation
+    through the product of layers (``kind="manual"``)."""
+    if kind not in ("autograd", "manual"):
+        raise ValueError(f"kind must be 'autograd' or 'manual' for the Platonic workload, got {kind!r}")
+    task, net = _platonic_setup()
+
+    def run():
+        dt = TORCH_DT[dtype]
+        t = lambda a: torch.tensor(np.asarray(a), dtype=dt)  # noqa: E731
+        lx, le = t(np.linalg.cholesky(task.sigma_x)), t(pl.sqrtm_psd(task.sigma_eps))
+        v, m_in, m_out = t(task.v_star), t(net.input_map), t(net.m_out)
+        ws = [t(w).expand(replicas, *w.shape).clone() for w in pl.init_weights(net, 1)]
+        if kind == "autograd":
+            for w in ws:
+                w.requires_grad_(True)
+        gen = torch_generator(1)
+        count = [0]
+
+        def forward():
+            x = torch.randn(replicas, PL_B, task.n, dtype=dt, generator=gen) @ lx.T
+            eps = torch.randn(replicas, PL_B, task.m, dtype=dt, generator=gen) @ le.T
+            h = x @ m_in.T
+            for w in ws:
+                h = h @ w.transpose(1, 2)
+            return h @ m_out.T - x @ v.T - eps
+
+        def step():
+            count[0] += 1
+            lr = PL_ETA * min(count[0] / PL_WARMUP, 1.0)
+            if kind == "autograd":
+                e = forward()
+                (e**2).sum(dim=2).mean(dim=1).sum().backward()
+                with torch.no_grad():
+                    for w in ws:
+                        w.sub_(lr * w.grad)
+                        w.grad = None
+                return
+            x = torch.randn(replicas, PL_B, task.n, dtype=dt, generator=gen) @ lx.T
+            y = x @ v.T + torch.randn(replicas, PL_B, task.m, dtype=dt, generator=gen) @ le.T
+            for w, gw in zip(ws, platonic_grads_manual(ws, m_in, m_out, x, y)):
+                w.sub_(gw, alpha=lr)
+
+        return replicas * _timed(step, steps, min(50, steps))
+
+    return _with_threads(threads, run)
+
+
+def jax_rate(workload: str, steps: int, dtype, replicas: int) -> float | None:
+    """Replica-steps/s of JAX ``jit`` + ``vmap`` over replicas inside ``lax.scan`` (autograd by
+    ``jax.grad``), or ``None`` when JAX is not installed (``pip install -e ".[bench]"``)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    jax.config.update("jax_enable_x64", True)
+    dt = jnp.float64 if dtype is np.float64 else jnp.float32
+    chunk = 100
+    if workload == "autoencoder":
+        sd = jnp.asarray(np.sqrt(geometric_spectrum(D)), dt)
+
+        def loss(params, x):
+            w, u = params
+            r = x @ u.T @ w.T - x
+            return 0.5 * jnp.mean(jnp.sum(r * r, axis=1))
+
+        def sample(key):
+            return jax.random.normal(key, (B, D), dt) * sd
+
+        w0 = np.zeros((D, K))
+        w0[:K, :K] = np.eye(K)
+        params0 = (jnp.asarray(w0, dt), jnp.asarray(w0.T, dt))
+        lr_of = lambda i: ETA  # noqa: E731
+    else:
+        task, net = _platonic_setup()
+        a = lambda m: jnp.asarray(np.asarray(m), dt)  # noqa: E731
+        lx, le = a(np.linalg.cholesky(task.sigma_x)), a(pl.sqrtm_psd(task.sigma_eps))
+        v, m_in, m_out = a(task.v_star), a(net.input_map), a(net.m_out)
+
+        def loss(params, xe):
+            x, eps = xe
+            h = x @ m_in.T
+            for w in params:
+                h = h @ w.T
+            e = h @ m_out.T - x @ v.T - eps
+            return jnp.mean(jnp.sum(e * e, axis=1))
+
+        def sample(key):
+            k1, k2 = jax.random.split(key)
+            return (
+                jax.random.normal(k1, (PL_B, task.n), dt) @ lx.T,
+                jax.random.normal(k2, (PL_B, task.m), dt) @ le.T,
+            )
+
+        params0 = tuple(a(w) for w in pl.init_weights(net, 1))
+        lr_of = lambda i: PL_ETA * jnp.minimum(i / PL_WARMUP, 1.0)  # noqa: E731
+
+    grad = jax.grad(loss)
+
+    def one(params, key_and_index):
+        key, i = key_and_index
+        g = grad(params, sample(key))
+        lr = lr_of(i)
+        return jax.tree_util.tree_map(lambda p, q: p - lr * q, params, g), None
+
+    def run(params, keys, idx):
+        return jax.lax.scan(one, params, (keys, idx))[0]
+
+    vrun = jax.jit(jax.vmap(run, in_axes=(0, 0, None)))
+    params = jax.tree_util.tree_map(lambda p: jnp.broadcast_to(p, (replicas, *p.shape)), params0)
+    base = jax.random.PRNGKey(0)
+
+    def chunk_keys(c):
+        return jax.random.split(jax.random.fold_in(base, c), replicas * chunk).reshape(replicas, chunk, -1)
+
+    params = vrun(params, chunk_keys(0), jnp.arange(1, chunk + 1, dtype=dt))  # compile and warm up
+    jax.block_until_ready(params)
+    n_chunks = max(1, steps // chunk)
+    keys = [chunk_keys(c + 1) for c in range(n_chunks)]
+    jax.block_until_ready(keys)
+    t0 = time.perf_counter()
+    for c in range(n_chunks):
+        params = vrun(params, keys[c], jnp.arange(1, chunk + 1, dtype=dt) + chunk * (c + 1))
+    jax.block_until_ready(params)
+    return replicas * n_chunks * chunk / (time.perf_counter() - t0)
+
+
 def engine_rate(workload: str, steps: int, replicas: int, dtype) -> tuple[float, float]:
     """Replica-steps/s of the engine (wall clock) and its CPU time per replica-step in µs."""
     if workload == "autoencoder":
@@ -250,11 +491,13 @@ def platonic_breakdown(replicas: int = 128, m: int = 64) -> dict:
     # (the warm-up keeps the repeated steps on one block of minibatches small: each round starts at step 0)
     kw = dict(lr=np.full(replicas, PL_ETA), wd=np.zeros(replicas), lr_warmup=PL_WARMUP, sgd=True, batch_size=PL_B)
     fast = pl._PlatonicModel(np.arange(replicas), streams, net, task, w0, **kw)
-    old, pl._COMPILED_SGD = pl._COMPILED_SGD, False
+    from symbreak.platonic import training  # the module that reads the switch
+
+    old, training._COMPILED_SGD = training._COMPILED_SGD, False
     try:
         slow = pl._PlatonicModel(np.arange(replicas), streams, net, task, w0, **kw)
     finally:
-        pl._COMPILED_SGD = old
+        training._COMPILED_SGD = old
     points = tuple(np.copy(a) for a in fast.draw(m))
     moments = slow.draw(m).copy()
 
@@ -359,17 +602,34 @@ def main() -> None:
         )
     )
     rounds = max(1, args.repeat)
+    batched_steps = 60 if args.quick else 400
     for workload, fn, reps in (("autoencoder", naive_autoencoder, replicas), ("platonic", naive_platonic, pl_replicas)):
         if workload == "autoencoder":
             print(f"\n[autoencoder] linear autoencoder d={D}, k={K}, B={B}, eta={ETA}")
+            kinds = tuple(BATCHED_KINDS)
+            batched = batched_autoencoder
         else:
             print(f"\n[platonic] EDLN A of example_pair (depth 3), n=4, m=5, B={PL_B}, eta={PL_ETA}")
-        # rounds of the same measurements, the naive loops and the engine interleaved, so that a slow
+            kinds = ("autograd", "manual")
+            batched = batched_platonic
+        # rounds of the same measurements, the baselines and the engine interleaved, so that a slow
         # spell of a shared machine hits both; the best of each over the rounds is compared
         bases, engines = [], {np.float64: [], np.float32: []}
+        others: dict[str, float] = {}
         for _ in range(rounds):
             base, lines = naive_table(workload, fn, naive_steps)
             bases.append(base)
+            for kind in kinds:
+                for dtype in (np.float64, np.float32):
+                    for threads in (1, None):
+                        name = f"{BATCHED_KINDS[kind]}, {np.dtype(dtype).name}"
+                        rate = batched(batched_steps, dtype, threads, reps, kind)
+                        others[name] = max(others.get(name, 0.0), rate)
+            for dtype in (np.float64, np.float32):
+                rate = jax_rate(workload, batched_steps if args.quick else 1000, dtype, reps)
+                if rate is not None:
+                    name = f"JAX jit + vmap inside lax.scan, {np.dtype(dtype).name}"
+                    others[name] = max(others.get(name, 0.0), rate)
             for dtype in engines:
                 rate, cpu = engine_rate(workload, eng_steps, reps, dtype)
                 if np.isfinite(rate):
@@ -382,15 +642,37 @@ def main() -> None:
             f"  best naive loop{'':<33s}: {base:12,.0f} replica-steps/s"
             + (f" (best of {rounds} rounds: " + ", ".join(f"{b:,.0f}" for b in bases) + ")" if rounds > 1 else "")
         )
+        print(
+            f"  baselines over all {reps} replicas at once (best of 1 thread and the default threads, {rounds} rounds):"
+        )
+        for name, rate in others.items():
+            print(f"    {name}: {rate:12,.0f} replica-steps/s")
+        if not any(n.startswith("JAX") for n in others):
+            print('    JAX: not installed (pip install -e ".[bench]" to time it)')
+        strongest = max(others, key=others.get)
+        user = {n: r for n, r in others.items() if "Wishart" not in n}
+        strongest_user = max(user, key=user.get)
+        print(f"  strongest baseline: {strongest} ({others[strongest]:,.0f} replica-steps/s)")
+        if strongest_user != strongest:
+            print(
+                f"  strongest baseline without the engine's algorithm (a fresh minibatch of B·d normals): "
+                f"{strongest_user} ({user[strongest_user]:,.0f} replica-steps/s)"
+            )
         for dtype, runs in engines.items():
             if not runs:
                 continue
             rate, cpu = max(runs)
             per_round = ", ".join(f"{r / b:.1f}x" for (r, _), b in zip(runs, bases))
             print(
-                f"  engine, {reps} replicas, {np.dtype(dtype).name}, {cores} threads{'':<10s}: {rate:12,.0f} "
-                f"replica-steps/s = {rate / base:6.1f}x the best naive loop ({cpu:.2f} µs CPU per replica-step)"
-                + (f"; round by round: {per_round}" if rounds > 1 else "")
+                f"  engine, {reps} replicas, {np.dtype(dtype).name}, {cores} threads: {rate:12,.0f} replica-steps/s = "
+                f"{rate / others[strongest]:.1f}x the strongest baseline"
+                + (
+                    f", {rate / user[strongest_user]:.1f}x the strongest without its algorithm"
+                    if strongest_user != strongest
+                    else ""
+                )
+                + f", {rate / base:.1f}x the best naive loop ({cpu:.2f} µs CPU per replica-step)"
+                + (f"; against the naive loop round by round: {per_round}" if rounds > 1 else "")
             )
     if args.device:
         print(f"\n[autoencoder] the ensemble on torch device {args.device!r}")
