@@ -164,8 +164,9 @@ def gain_stability_thresholds(batch_size: int) -> tuple[float, float]:
     - almost-sure stability, ``E log|1 − xZ| < 0``, holds up to the root ``x_as > 2`` of
       ``E log|1 − xZ| = 0`` (``x_as = 2 + 4/B + O(B⁻²)``).
 
-    Between the two, ``e`` is a Kesten process: a typical trajectory decays but ``E e²`` grows, so
-    the gain moves in rare bursts. ``batch_size`` runs from 1 to ``10⁵``.
+    Between the two, ``e`` is approximately a Kesten process (its kicks are martingale differences
+    with slowly varying variance): a typical trajectory decays but ``E e²`` grows, so the gain moves
+    in rare bursts. ``batch_size`` runs from 1 to ``10⁵``.
 
     Returns
     -------
@@ -235,7 +236,7 @@ def eos_reduced_map(
     ``(η²c_1/B)²`` and ``σ_e²`` per step, are far below the drift). ``σ_e`` is refreshed every 64
     steps. The loop is compiled with numba.
 
-    Below the edge the map follows Eq. 6; at the edge ``e`` becomes a Kesten process
+    Below the edge the map follows Eq. 6; at the edge ``e`` becomes approximately a Kesten process
     (:func:`gain_stability_thresholds`) whose bursts hold ``s_1`` near the ceiling. Nothing is
     fitted to the SGD simulations.
 
