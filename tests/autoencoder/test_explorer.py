@@ -30,6 +30,14 @@ def test_explorer_follows_the_theory_at_the_default_setting():
     assert np.abs(r["scales"] / th - 1).max() < 0.06
 
 
+def test_explorer_scales_se_is_the_standard_error_over_the_seeds():
+    assert ae.explorer_run(max_steps=400, n_records=5, seeds=1, seed=3)["scales_se"] is None
+    r = ae.explorer_run(max_steps=400, n_records=5, seeds=3, seed=3)
+    assert r["scales_se"].shape == r["scales"].shape and np.all(r["scales_se"] >= 0)
+    assert np.all(r["scales_se"][1:] > 0)  # the seeds differ after the first record
+    assert r["scales_se"][-1].max() < 0.5 * r["scales"][-1].min()
+
+
 @pytest.mark.parametrize(
     "kw, name",
     [

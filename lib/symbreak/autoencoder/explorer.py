@@ -72,7 +72,8 @@ def explorer_run(
     Returns
     -------
     dict
-        ``tau`` (R,), ``scales`` (R, k) the seed mean of ``diag(WᵀW)``, ``tau_theory`` (M,),
+        ``tau`` (R,), ``scales`` (R, k) the seed mean of ``diag(WᵀW)``, ``scales_se`` (R, k) its
+        standard error over the seeds (``None`` with one seed), ``tau_theory`` (M,),
         ``theory`` (M, k), ``ceiling`` (float), ``steps`` (int), ``truncated`` (bool), ``diverged``
         (``None`` or the divergence message: then ``tau`` and ``scales`` are empty), ``lambdas``, ``k``,
         ``eta``, ``batch_size``.
@@ -219,7 +220,7 @@ def explorer_runs(
         except DivergenceError as err:
             if len(idx) == 1:
                 k_ = outs[idx[0]]["k"]
-                outs[idx[0]].update(tau=np.zeros(0), scales=np.zeros((0, k_)), diverged=str(err))
+                outs[idx[0]].update(tau=np.zeros(0), scales=np.zeros((0, k_)), scales_se=None, diverged=str(err))
                 continue
             for i in idx:  # find the diverging settings: one run each
                 outs[i] = explorer_runs([checked[i]], max_steps=max_steps, n_records=n_records, seeds=seeds, seed=seed)[
@@ -227,7 +228,8 @@ def explorer_runs(
                 ]
             continue
         for i, res in zip(idx, runs):
-            outs[i].update(tau=res.tau, scales=res.scales.mean(0))
+            se = res.scales.std(0, ddof=1) / np.sqrt(seeds) if seeds > 1 else None
+            outs[i].update(tau=res.tau, scales=res.scales.mean(0), scales_se=se)
     return outs
 
 
