@@ -777,6 +777,131 @@ def _issue28_cases():
         ),
         ("engine.replica_streams(0, 3)", lambda: engine.replica_streams(0, 3), (names, "replicas")),
         ("sweep(max_workers=True)", lambda: sweep.sweep(abs, {"x": [1]}, max_workers=True), (names, "max_workers")),
+    ] + _probe_cases()
+
+
+def _probe_cases():
+    """The gaps a systematic probe of every public function of sweep, claims, explorer, plotting,
+    engine, similarity, lambert and beyond found (hostile value per parameter: strings, bools, None,
+    complex, NaN/inf, zero/negative/huge sizes, empty, wrong-shaped, read-only and strided arrays,
+    tensors for arrays): each now a clear error naming the parameter, or the right number."""
+    from symbreak import lambert, similarity
+    from symbreak.beyond import synthesis as sy
+    from symbreak.beyond import table as tb
+
+    H = np.random.default_rng(0).standard_normal((20, 4))
+    model = sy.KnobModel(theta=0.5)
+    w, u = sy.on_manifold_point(model, 1.0, 2)
+    ws = [0.5 * np.random.default_rng(2).standard_normal((2, 2)) for _ in range(3)]
+    W, U = ae.pca_point([1.2, 0.7], 5)
+    lam5 = ae.geometric_spectrum(5)
+    names = "names"
+    return [
+        # similarity / lambert: the shared cores are public too (they assumed a validating caller)
+        ("similarity.unit_scale('abc')", lambda: similarity.unit_scale("abc"), (names, "h must be")),
+        ("similarity.gram_alignment(NaN)", lambda: similarity.gram_alignment(H * np.nan, H), (names, "h1")),
+        ("similarity.linear_cka(complex)", lambda: similarity.linear_cka(H, H + 1j), (names, "h2")),
+        ("similarity.linear_cka(rows differ)", lambda: similarity.linear_cka(H, H[:-1]), (names, "samples")),
+        ("similarity.gram_alignment(1-D)", lambda: similarity.gram_alignment(H.ravel(), H), (names, "h1")),
+        ("similarity.mutual_knn(rows differ)", lambda: similarity.mutual_knn(H, H[:-1], 3), (names, "samples")),
+        ("similarity.mutual_knn(k=0)", lambda: similarity.mutual_knn(H, H, 0), (names, "k must be")),
+        ("similarity.mutual_knn(k=True)", lambda: similarity.mutual_knn(H, H, True), (names, "k must be")),
+        ("similarity.mutual_knn(k=2**70)", lambda: similarity.mutual_knn(H, H, 2**70), (names, "k must be")),
+        ("similarity.gram_alignment(tensor)", lambda: similarity.gram_alignment(torch.as_tensor(H), H), 1.0),
+        ("lambert.lambert_w_scale('1', 1, 1)", lambda: lambert.lambert_w_scale("1", 1.0, 1.0), (names, "s0")),
+        ("lambert.lambert_w_scale(-1, 1, 1)", lambda: lambert.lambert_w_scale(-1.0, 1.0, 1.0), (names, "s0")),
+        ("lambert.lambert_w_scale(1, NaN, 1)", lambda: lambert.lambert_w_scale(1.0, np.nan, 1.0), (names, "c")),
+        ("lambert.lambert_w_scale(1, 1, 1+1j)", lambda: lambert.lambert_w_scale(1.0, 1.0, 1 + 1j), (names, "tau")),
+        ("lambert.lambert_w_scale(1, 0, 1)", lambda: lambert.lambert_w_scale(1.0, 0.0, 1.0), 1.0),
+        # the knob model: overflow refused, strings refused, no hang at a horizon below float64 resolution
+        ("sy.charge(1e300 w)", lambda: sy.charge(1e300 * w, u), (names, "overflows")),
+        (
+            "sy.expected_charge_step(eta=1e300)",
+            lambda: sy.expected_charge_step(model, w, u, eta=1e300, batch_size=2),
+            (names, "expected_charge_step"),
+        ),
+        ("sy.slow_drift(model, 'abc')", lambda: sy.slow_drift(model, "abc"), (names, "s must be")),
+        ("sy.hessian_lambda_max(model, True)", lambda: sy.hessian_lambda_max(model, True), (names, "s must be")),
+        (
+            "sy.eos_ceiling(eta=1e-300)",
+            lambda: sy.eos_ceiling(model, 1e-300),
+            2e300,
+        ),  # κ/(ηλ) − ‖v‖²/(κ/(ηλ)): no overflow
+        (
+            "sy.slow_scale(taus ~ 1e-300)",
+            lambda: sy.slow_scale(model, 1.2, np.array([0.0, 1e-300, 2e-300])),
+            (names, "slow_scale"),
+        ),
+        (
+            "sy.simulate(eta=1e300)",
+            lambda: sy.simulate(model, w, u, eta=1e300, batch_size=2, steps=2, seed=0),
+            (names, "eta must"),
+        ),
+        # the table of symmetries: sizes refused before allocating, no hang, names in the messages
+        (
+            "tb.ae_one_step_charges(draws=10**12)",
+            lambda: tb.ae_one_step_charges(W, U, lam5, eta=0.05, batch_size=3, draws=10**12),
+            (names, "draws"),
+        ),
+        (
+            "tb.ae_one_step_charges(batch_size=2**40)",
+            lambda: tb.ae_one_step_charges(W, U, lam5, eta=0.05, batch_size=2**40, draws=8),
+            (names, "batch_size"),
+        ),
+        (
+            "tb.ae_one_step_charges(eta=True)",
+            lambda: tb.ae_one_step_charges(W, U, lam5, eta=True, batch_size=3, draws=8),
+            (names, "eta"),
+        ),
+        (
+            "tb.ae_one_step_charges(W complex)",
+            lambda: tb.ae_one_step_charges(W + 1j, U, lam5, eta=0.05, batch_size=3, draws=8),
+            (names, "W must"),
+        ),
+        (
+            "tb.edln_one_step_charges(draws=2**40)",
+            lambda: tb.edln_one_step_charges(NET_A, TASK, WMIN, lr=0.01, batch_size=2, draws=2**40),
+            (names, "draws"),
+        ),
+        (
+            "tb.dln_gradient_flow(times=[0, 1e300])",
+            lambda: tb.dln_gradient_flow(ws, np.eye(2), [0.0, 1e300]),
+            (names, "dln_gradient_flow"),
+        ),
+        (
+            "tb.dln_gradient_flow(1e300 ws0)",
+            lambda: tb.dln_gradient_flow([1e300 * x for x in ws], np.eye(2), [0.0, 1.0]),
+            (names, "dln_gradient_flow"),
+        ),
+        (
+            "tb.dln_gradient_flow(target NaN)",
+            lambda: tb.dln_gradient_flow(ws, np.eye(2) * np.nan, [0.0, 1.0]),
+            (names, "target"),
+        ),
+        (
+            "tb.dln_noise_walk(steps=2**40)",
+            lambda: tb.dln_noise_walk(ws[:2], sigma_p2=0.01, steps=2**40, replicas=3),
+            (names, "steps"),
+        ),
+        (
+            "tb.dln_noise_walk(replicas=10**12)",
+            lambda: tb.dln_noise_walk(ws[:2], sigma_p2=0.01, steps=10, replicas=10**12),
+            (names, "replicas"),
+        ),
+        ("tb.dln_noise_defect_theory(t='3')", lambda: tb.dln_noise_defect_theory(ws[:2], 0.01, "3"), (names, "t must")),
+        ("tb.balance_charges(1e300 ws)", lambda: tb.balance_charges([1e300 * x for x in ws]), (names, "overflows")),
+        ("tb.balance_charges(['a', 'b'])", lambda: tb.balance_charges(["a", "b"]), (names, "ws[0]")),
+        (
+            "tb.generator_divergence(shape_1=())",
+            lambda: tb.generator_divergence((), (2, 3), np.eye(3)),
+            (names, "shape_1"),
+        ),
+        (
+            "tb.generator_divergence(shape 2**40)",
+            lambda: tb.generator_divergence((2**20, 2**20), (2, 2**20), np.eye(2)),
+            (names, "MAX_GENERATOR_ENTRIES"),
+        ),
+        ("tb.projected_ratio('abc', e)", lambda: tb.projected_ratio("abc", np.ones(2)), (names, "samples")),
     ]
 
 
