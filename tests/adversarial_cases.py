@@ -785,9 +785,11 @@ def _probe_cases():
     engine, similarity, lambert and beyond found (hostile value per parameter: strings, bools, None,
     complex, NaN/inf, zero/negative/huge sizes, empty, wrong-shaped, read-only and strided arrays,
     tensors for arrays): each now a clear error naming the parameter, or the right number."""
-    from symbreak import lambert, similarity
+    from symbreak import claims, explorer, lambert, plotting, similarity
+    from symbreak import nonlinear as nl
     from symbreak.beyond import synthesis as sy
     from symbreak.beyond import table as tb
+    from symbreak.beyond import verdicts as vd
 
     H = np.random.default_rng(0).standard_normal((20, 4))
     model = sy.KnobModel(theta=0.5)
@@ -795,6 +797,8 @@ def _probe_cases():
     ws = [0.5 * np.random.default_rng(2).standard_normal((2, 2)) for _ in range(3)]
     W, U = ae.pca_point([1.2, 0.7], 5)
     lam5 = ae.geometric_spectrum(5)
+    X = np.random.default_rng(1).standard_normal((30, 6))
+    W0, U0 = nl.init_autoencoder(X, 2, 2, seed=1)
     names = "names"
     return [
         # similarity / lambert: the shared cores are public too (they assumed a validating caller)
@@ -902,6 +906,109 @@ def _probe_cases():
             (names, "MAX_GENERATOR_ENTRIES"),
         ),
         ("tb.projected_ratio('abc', e)", lambda: tb.projected_ratio("abc", np.ones(2)), (names, "samples")),
+        # verdicts, data, autoencoders of Beyond: strings, complex and overflow named, not NaN
+        ("vd.mean_ci(complex)", lambda: vd.mean_ci(np.ones(3) + 1j), (names, "values")),
+        ("vd.mean_ci(level=None)", lambda: vd.mean_ci([1.0, 2.0, 3.0], None), (names, "level")),
+        ("vd.mean_ci(1e300 values)", lambda: vd.mean_ci([1e300, -1e300, 1e300]), (names, "mean_ci")),
+        ("vd.difference_ci(a bool)", lambda: vd.difference_ci([True, False, True], [1.0, 2.0]), (names, "a must")),
+        ("vd.verdict('0', 1)", lambda: vd.verdict("0", 1.0, above="up", below="down"), (names, "low")),
+        ("vd.verdict(True, 1)", lambda: vd.verdict(True, 1.0, above="up", below="down"), (names, "low")),
+        ("vd.cosine_mutual_knn(complex)", lambda: vd.cosine_mutual_knn(H + 1j, H, 3), (names, "h1")),
+        ("vd.noether_defect(X NaN)", lambda: vd.noether_defect(X * np.nan, W0, U0, "relu"), (names, "X must")),
+        ("vd.noether_defect(1e300 W)", lambda: vd.noether_defect(X, 1e300 * W0, U0, "relu"), (names, "overflows")),
+        ("dat.pca_theory(1e300 X)", lambda: nl.pca_theory(1e300 * X, 2), (names, "pca_theory")),
+        ("dat.pca_theory(1e-300 X)", lambda: nl.pca_theory(1e-300 * X, 2), (names, "pca_theory")),
+        ("nl.neuron_charges(1e300 W)", lambda: nl.neuron_charges(1e300 * W0, U0), (names, "overflows")),
+        (
+            "nl.train_autoencoder(batch_size=2**40)",
+            lambda: nl.train_autoencoder(X, W0, U0, activation="relu", eta=0.05, batch_size=2**40, steps=2, seed=0),
+            (names, "batch_size"),
+        ),
+        (
+            "nl.train_autoencoder(X with no rows)",
+            lambda: nl.train_autoencoder(X[:0], W0, U0, activation="relu", eta=0.05, batch_size=4, steps=2, seed=0),
+            (names, "X must"),
+        ),
+        ("nl.ae_drift_terms(1e300 X)", lambda: nl.ae_drift_terms(1e300 * X, W0, U0, "relu"), (names, "overflows")),
+        ("nl.ae_drift_terms(X with no rows)", lambda: nl.ae_drift_terms(X[:0], W0, U0, "relu"), (names, "X must")),
+        # the ledger's helpers and the report
+        ("claims.resolving_power('1', 1)", lambda: claims.resolving_power("1", 1.0, rtol=0.1), (names, "measured")),
+        ("claims.resolving_power(1, NaN)", lambda: claims.resolving_power(1.0, np.nan, rtol=0.1), (names, "expected")),
+        ("claims.resolving_power(rtol=True)", lambda: claims.resolving_power(1.0, 1.0, rtol=True), (names, "rtol")),
+        ("claims.resolving_power(rtol=-1)", lambda: claims.resolving_power(1.0, 1.0, rtol=-1.0), (names, "rtol")),
+        (
+            "claims.resolving_power(shapes)",
+            lambda: claims.resolving_power([1.0, 2.0], [1.0, 2.0, 3.0]),
+            (names, "broadcast"),
+        ),
+        ("claims.bound_power(True, 1)", lambda: claims.bound_power(True, 1.0, upper=2.0), (names, "measured")),
+        ("claims.bound_power(upper='2')", lambda: claims.bound_power(1.0, 1.0, upper="2"), (names, "upper")),
+        ("claims.bound_power(no limit)", lambda: claims.bound_power(1.0, 1.0), (names, "lower or upper")),
+        ("claims.bound_power(1, 2, upper=2)", lambda: claims.bound_power(1.0, 2.0, upper=2.0), 0.5),
+        ("claims.ClaimTable('x').rows()", lambda: claims.ClaimTable("x", "book/demo/page").rows(), (names, "claims")),
+        (
+            "claims.ClaimTable(['a']).rows()",
+            lambda: claims.ClaimTable(["a"], "book/demo/page").rows(),
+            (names, "claims[0]"),
+        ),
+        ("claims.build_report(None, [])", lambda: claims.build_report(None, []), (names, "records")),
+        ("claims.build_report([], 3)", lambda: claims.build_report([], 3), (names, "inventory")),
+        # explorer: slider grids refused before they are listed; NaN cannot be selected
+        (
+            "explorer.live_widget(range(10**12))",
+            lambda: explorer.live_widget(lambda a: None, {"a": range(10**12)}, alt="x"),
+            (names, "MAX_FRAMES"),
+        ),
+        (
+            "explorer.static_html(range(10**12))",
+            lambda: explorer.static_html(lambda a: None, {"a": range(10**12)}, alt="x"),
+            (names, "MAX_FRAMES"),
+        ),
+        (
+            "explorer.live_widget(NaN value)",
+            lambda: explorer.live_widget(lambda a: None, {"a": [float("nan")]}, alt="x"),
+            (names, "grid['a']"),
+        ),
+        # plotting: the parameter named, not matplotlib's or Python's internals
+        (
+            "plotting.legible(page_width_in=True)",
+            lambda: plotting.legible(None, page_width_in=True),
+            (names, "page_width_in"),
+        ),
+        ("plotting.legible(min_pt=1e300)", lambda: plotting.legible(None, min_pt=1e300), (names, "min_pt")),
+        ("plotting.label_panels(start='AB')", lambda: plotting.label_panels([], start="AB"), (names, "start")),
+        ("plotting.label_panels(start=3)", lambda: plotting.label_panels([], start=3), (names, "start")),
+        ("plotting.save_figure(name=3)", lambda: plotting.save_figure(None, 3), (names, "name")),
+        ("plotting.theory(y complex)", lambda: plotting.theory(None, np.arange(3.0), np.ones(3) + 1j), (names, "y")),
+        (
+            "plotting.simulation(band='abc')",
+            lambda: plotting.simulation(None, np.arange(3.0), np.ones(3), band="abc"),
+            (names, "band"),
+        ),
+        (
+            "plotting.streamlines(x empty)",
+            lambda: plotting.streamlines(None, np.zeros(0), np.arange(3.0), np.ones((3, 0)), np.ones((3, 0))),
+            (names, "x must"),
+        ),
+        (
+            "plotting.streamlines(u None)",
+            lambda: plotting.streamlines(None, np.arange(3.0), np.arange(3.0), None, np.ones((3, 3))),
+            (names, "u must"),
+        ),
+        (
+            "plotting.streamlines(density='a')",
+            lambda: plotting.streamlines(
+                None, np.arange(3.0), np.arange(3.0), np.ones((3, 3)), np.ones((3, 3)), density="a"
+            ),
+            (names, "density"),
+        ),
+        # the engine's covariance draws: a scalar factor
+        ("engine.wishart_covariance(factor=1.0)", lambda: engine.wishart_covariance(G(), 1.0, 4, 2), (names, "factor")),
+        (
+            "engine.sample_covariance(factor (2, 3))",
+            lambda: engine.sample_covariance(G(), np.ones((2, 3)), 4, 2),
+            (names, "factor"),
+        ),
     ]
 
 
