@@ -976,6 +976,7 @@ def _probe_cases():
             (names, "page_width_in"),
         ),
         ("plotting.legible(min_pt=1e300)", lambda: plotting.legible(None, min_pt=1e300), (names, "min_pt")),
+        ("plotting.panel_grid(max_width=True)", lambda: plotting.panel_grid(2, max_width=True), (names, "max_width")),
         ("plotting.label_panels(start='AB')", lambda: plotting.label_panels([], start="AB"), (names, "start")),
         ("plotting.label_panels(start=3)", lambda: plotting.label_panels([], start=3), (names, "start")),
         ("plotting.save_figure(name=3)", lambda: plotting.save_figure(None, 3), (names, "name")),

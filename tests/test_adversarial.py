@@ -1287,3 +1287,21 @@ def test_lambert_w_scale_refuses_values_outside_its_domain(s0_bad, neg, which):
     name = ("s0", "c", "tau")[which]
     with pytest.raises(ValueError, match=f"{name} must"):
         lambert.lambert_w_scale(*args)
+
+
+@PROPS
+@given(st.integers(1, 2**40), st.integers(1, 2**40))
+def test_one_step_charge_draws_are_sized_before_allocating(draws, batch_size):
+    """beyond.table's Monte-Carlo draws (``draws × batch_size`` minibatches) are refused beyond
+    MAX_DRAWS numbers before any allocation (10**12 draws ended in MemoryError), and run below it."""
+    from symbreak.beyond import table as tb
+
+    W, U = ae.pca_point([1.2, 0.7], 5)
+    lam, d = ae.geometric_spectrum(5), 5
+    n = max(draws * batch_size * d, draws * d * d)
+    if n > validation.MAX_DRAWS:
+        with pytest.raises(ValueError, match="draws"):
+            tb.ae_one_step_charges(W, U, lam, eta=0.05, batch_size=batch_size, draws=draws)
+    elif n <= 10**4:
+        out = tb.ae_one_step_charges(W, U, lam, eta=0.05, batch_size=batch_size, draws=draws, seed=0)
+        assert out.shape == (draws, 2, 2) and np.all(np.isfinite(out))

@@ -543,8 +543,7 @@ def panel_grid(n: int, *, width: float = 2.5, height: float = 2.4, max_width: fl
     """
     n = check_int("n", n, minimum=1, maximum=MAX_PANELS)
     for name, value in (("width", width), ("height", height), ("max_width", max_width)):
-        if not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
-            raise ValueError(f"{name} must be a positive number, got {value!r}")
+        check_positive(name, value)  # not a bool, a string or complex; finite and > 0
     ncols = int(max(1, min(n, max_width // width)))
     nrows = -(-int(n) // ncols)
     fig, axes = subplots(nrows, ncols, width=width, height=height, **kwargs)

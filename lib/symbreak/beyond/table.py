@@ -49,8 +49,8 @@ __all__ = [
 #: Bound on ``h n + m h`` in :func:`generator_divergence` (it differentiates entry by entry).
 MAX_GENERATOR_ENTRIES = 10**4
 #: Bound on the evaluations of the vector field in :func:`dln_gradient_flow` (the book's flow to
-#: ``t = 2`` takes under 800): a horizon far beyond it is refused in about a second.
-MAX_FLOW_EVALUATIONS = 10_000
+#: ``t = 2`` takes under 800): a horizon far beyond it is refused in under a second.
+MAX_FLOW_EVALUATIONS = 5_000
 
 
 def _matrices(name, ws, *, min_len=2, ndim=2):

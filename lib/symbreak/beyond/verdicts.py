@@ -41,11 +41,13 @@ def mean_ci(values, level: float = 0.95) -> tuple[float, float, float]:
     """Mean over replicas and its Student-t confidence interval: ``(mean, low, high)``."""
     x = _sample("values", values)
     level = _level(level)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sd, m = x.std(ddof=1), float(x.mean())
+    finite_result("mean_ci", (sd, m))
     from scipy import stats  # after the checks: its import takes seconds on a busy machine
 
     with np.errstate(over="ignore", invalid="ignore"):
-        half = stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
-        m = float(x.mean())
+        half = stats.t.ppf(0.5 + level / 2, x.size - 1) * sd / np.sqrt(x.size)
         return finite_result("mean_ci", (m, m - float(half), m + float(half)))
 
 
