@@ -929,6 +929,16 @@ def _probe_cases():
             lambda: nl.train_autoencoder(X[:0], W0, U0, activation="relu", eta=0.05, batch_size=4, steps=2, seed=0),
             (names, "X must"),
         ),
+        (
+            "nl.fit_lambert_rate(tau ~ 1e-300)",
+            lambda: nl.fit_lambert_rate(np.array([0.0, 1e-300]), np.array([1.3, 1.3]), 1.3),
+            (names, "tau, s and s0"),
+        ),
+        (
+            "nl.fit_lambert_rate(s0 = 1e300)",
+            lambda: nl.fit_lambert_rate(np.array([0.0, 1.0]), np.array([1.3, 1.4]), 1e300),
+            (names, "tau, s and s0"),
+        ),
         ("nl.ae_drift_terms(1e300 X)", lambda: nl.ae_drift_terms(1e300 * X, W0, U0, "relu"), (names, "overflows")),
         ("nl.ae_drift_terms(X with no rows)", lambda: nl.ae_drift_terms(X[:0], W0, U0, "relu"), (names, "X must")),
         # the ledger's helpers and the report

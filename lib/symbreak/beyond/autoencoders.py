@@ -308,8 +308,14 @@ def fit_lambert_rate(tau, s, s0: float) -> tuple[float, float]:
     s0 = check_positive("s0", s0)
     if np.any(s <= 0) or np.any(tau < 0) or not np.any(tau > 0):
         raise ValueError("s must be > 0 and tau >= 0 with at least one tau > 0")
-    lhs = s * s / 2 + np.log(s) - s0 * s0 / 2 - np.log(s0)
-    c = float(np.sum(lhs * tau) / np.sum(tau * tau))
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        lhs = s * s / 2 + np.log(s) - s0 * s0 / 2 - np.log(s0)
+        c = float(np.sum(lhs * tau) / np.sum(tau * tau))
+    if not np.isfinite(c):
+        raise ValueError(
+            "tau, s and s0 are too extreme in scale for the fit: s², s0² or Σ τ² leaves the float64 range "
+            f"(fitted rate {c})"
+        )
     if c < 0:
         raise ValueError(f"the data do not grow (fitted rate {c:.3g} < 0): no Lambert-W growth to fit")
     fit = lambert_scale(s0, c, tau)
