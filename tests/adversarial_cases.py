@@ -1001,6 +1001,22 @@ def _probe_cases():
             lambda: plotting.streamlines(None, np.zeros(0), np.arange(3.0), np.ones((3, 0)), np.ones((3, 0))),
             (names, "x must"),
         ),
+        (  # validated grids are what is drawn: a tensor grid works as the array does
+            "plotting.streamlines(x a tensor)",
+            lambda: (
+                len(
+                    plotting.streamlines(
+                        plotting.subplots()[1][0, 0],
+                        torch.linspace(0, 1, 5),
+                        np.linspace(0, 1, 5),
+                        np.ones((5, 5)),
+                        np.ones((5, 5)),
+                    )[1].get_paths()
+                )
+                > 0
+            ),
+            1.0,
+        ),
         (
             "plotting.streamlines(u None)",
             lambda: plotting.streamlines(None, np.arange(3.0), np.arange(3.0), None, np.ones((3, 3))),

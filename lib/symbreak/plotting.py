@@ -501,7 +501,7 @@ def streamlines(ax, x, y, u, v, *, color="0.55", linewidth=0.5, arrow_length=0.0
     check_positive("arrow_length", arrow_length)
     for d in np.atleast_1d(_real_data("density", density)):
         check_positive("density", d)
-    lines = ax.streamplot(x, y, u, v, color=color, linewidth=linewidth, density=density, num_arrows=0, **kwargs).lines
+    lines = ax.streamplot(xs, ys, u, v, color=color, linewidth=linewidth, density=density, num_arrows=0, **kwargs).lines
     segments = lines.get_segments()  # two-point pieces, streamline after streamline
     heads = []
     start = 0
