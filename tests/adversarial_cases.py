@@ -777,6 +777,265 @@ def _issue28_cases():
         ),
         ("engine.replica_streams(0, 3)", lambda: engine.replica_streams(0, 3), (names, "replicas")),
         ("sweep(max_workers=True)", lambda: sweep.sweep(abs, {"x": [1]}, max_workers=True), (names, "max_workers")),
+    ] + _probe_cases()
+
+
+def _probe_cases():
+    """The gaps a systematic probe of every public function of sweep, claims, explorer, plotting,
+    engine, similarity, lambert and beyond found (hostile value per parameter: strings, bools, None,
+    complex, NaN/inf, zero/negative/huge sizes, empty, wrong-shaped, read-only and strided arrays,
+    tensors for arrays): each now a clear error naming the parameter, or the right number."""
+    from symbreak import claims, explorer, lambert, plotting, similarity
+    from symbreak import nonlinear as nl
+    from symbreak.beyond import synthesis as sy
+    from symbreak.beyond import table as tb
+    from symbreak.beyond import verdicts as vd
+
+    H = np.random.default_rng(0).standard_normal((20, 4))
+    model = sy.KnobModel(theta=0.5)
+    w, u = sy.on_manifold_point(model, 1.0, 2)
+    ws = [0.5 * np.random.default_rng(2).standard_normal((2, 2)) for _ in range(3)]
+    W, U = ae.pca_point([1.2, 0.7], 5)
+    lam5 = ae.geometric_spectrum(5)
+    X = np.random.default_rng(1).standard_normal((30, 6))
+    W0, U0 = nl.init_autoencoder(X, 2, 2, seed=1)
+    names = "names"
+    return [
+        # similarity / lambert: the shared cores are public too (they assumed a validating caller)
+        ("similarity.unit_scale('abc')", lambda: similarity.unit_scale("abc"), (names, "h must be")),
+        ("similarity.gram_alignment(NaN)", lambda: similarity.gram_alignment(H * np.nan, H), (names, "h1")),
+        ("similarity.linear_cka(complex)", lambda: similarity.linear_cka(H, H + 1j), (names, "h2")),
+        ("similarity.linear_cka(rows differ)", lambda: similarity.linear_cka(H, H[:-1]), (names, "samples")),
+        ("similarity.gram_alignment(1-D)", lambda: similarity.gram_alignment(H.ravel(), H), (names, "h1")),
+        ("similarity.mutual_knn(rows differ)", lambda: similarity.mutual_knn(H, H[:-1], 3), (names, "samples")),
+        ("similarity.mutual_knn(k=0)", lambda: similarity.mutual_knn(H, H, 0), (names, "k must be")),
+        ("similarity.mutual_knn(k=True)", lambda: similarity.mutual_knn(H, H, True), (names, "k must be")),
+        ("similarity.mutual_knn(k=2**70)", lambda: similarity.mutual_knn(H, H, 2**70), (names, "k must be")),
+        ("similarity.gram_alignment(tensor)", lambda: similarity.gram_alignment(torch.as_tensor(H), H), 1.0),
+        ("lambert.lambert_w_scale('1', 1, 1)", lambda: lambert.lambert_w_scale("1", 1.0, 1.0), (names, "s0")),
+        ("lambert.lambert_w_scale(-1, 1, 1)", lambda: lambert.lambert_w_scale(-1.0, 1.0, 1.0), (names, "s0")),
+        ("lambert.lambert_w_scale(1, NaN, 1)", lambda: lambert.lambert_w_scale(1.0, np.nan, 1.0), (names, "c")),
+        ("lambert.lambert_w_scale(1, 1, 1+1j)", lambda: lambert.lambert_w_scale(1.0, 1.0, 1 + 1j), (names, "tau")),
+        ("lambert.lambert_w_scale(1, 0, 1)", lambda: lambert.lambert_w_scale(1.0, 0.0, 1.0), 1.0),
+        # the knob model: overflow refused, strings refused, no hang at a horizon below float64 resolution
+        ("sy.charge(1e300 w)", lambda: sy.charge(1e300 * w, u), (names, "overflows")),
+        (
+            "sy.expected_charge_step(eta=1e300)",
+            lambda: sy.expected_charge_step(model, w, u, eta=1e300, batch_size=2),
+            (names, "expected_charge_step"),
+        ),
+        ("sy.slow_drift(model, 'abc')", lambda: sy.slow_drift(model, "abc"), (names, "s must be")),
+        ("sy.hessian_lambda_max(model, True)", lambda: sy.hessian_lambda_max(model, True), (names, "s must be")),
+        (
+            "sy.eos_ceiling(eta=1e-300)",
+            lambda: sy.eos_ceiling(model, 1e-300),
+            2e300,
+        ),  # κ/(ηλ) − ‖v‖²/(κ/(ηλ)): no overflow
+        (
+            "sy.slow_scale(taus ~ 1e-300)",
+            lambda: sy.slow_scale(model, 1.2, np.array([0.0, 1e-300, 2e-300])),
+            (names, "slow_scale"),
+        ),
+        (
+            "sy.simulate(eta=1e300)",
+            lambda: sy.simulate(model, w, u, eta=1e300, batch_size=2, steps=2, seed=0),
+            (names, "eta must"),
+        ),
+        # the table of symmetries: sizes refused before allocating, no hang, names in the messages
+        (
+            "tb.ae_one_step_charges(draws=10**12)",
+            lambda: tb.ae_one_step_charges(W, U, lam5, eta=0.05, batch_size=3, draws=10**12),
+            (names, "draws"),
+        ),
+        (
+            "tb.ae_one_step_charges(batch_size=2**40)",
+            lambda: tb.ae_one_step_charges(W, U, lam5, eta=0.05, batch_size=2**40, draws=8),
+            (names, "batch_size"),
+        ),
+        (
+            "tb.ae_one_step_charges(eta=True)",
+            lambda: tb.ae_one_step_charges(W, U, lam5, eta=True, batch_size=3, draws=8),
+            (names, "eta"),
+        ),
+        (
+            "tb.ae_one_step_charges(W complex)",
+            lambda: tb.ae_one_step_charges(W + 1j, U, lam5, eta=0.05, batch_size=3, draws=8),
+            (names, "W must"),
+        ),
+        (
+            "tb.edln_one_step_charges(draws=2**40)",
+            lambda: tb.edln_one_step_charges(NET_A, TASK, WMIN, lr=0.01, batch_size=2, draws=2**40),
+            (names, "draws"),
+        ),
+        (
+            "tb.dln_gradient_flow(times=[0, 1e300])",
+            lambda: tb.dln_gradient_flow(ws, np.eye(2), [0.0, 1e300]),
+            (names, "dln_gradient_flow"),
+        ),
+        (
+            "tb.dln_gradient_flow(1e300 ws0)",
+            lambda: tb.dln_gradient_flow([1e300 * x for x in ws], np.eye(2), [0.0, 1.0]),
+            (names, "dln_gradient_flow"),
+        ),
+        (
+            "tb.dln_gradient_flow(target NaN)",
+            lambda: tb.dln_gradient_flow(ws, np.eye(2) * np.nan, [0.0, 1.0]),
+            (names, "target"),
+        ),
+        (
+            "tb.dln_noise_walk(steps=2**40)",
+            lambda: tb.dln_noise_walk(ws[:2], sigma_p2=0.01, steps=2**40, replicas=3),
+            (names, "steps"),
+        ),
+        (
+            "tb.dln_noise_walk(replicas=10**12)",
+            lambda: tb.dln_noise_walk(ws[:2], sigma_p2=0.01, steps=10, replicas=10**12),
+            (names, "replicas"),
+        ),
+        ("tb.dln_noise_defect_theory(t='3')", lambda: tb.dln_noise_defect_theory(ws[:2], 0.01, "3"), (names, "t must")),
+        ("tb.balance_charges(1e300 ws)", lambda: tb.balance_charges([1e300 * x for x in ws]), (names, "overflows")),
+        ("tb.balance_charges(['a', 'b'])", lambda: tb.balance_charges(["a", "b"]), (names, "ws[0]")),
+        (
+            "tb.generator_divergence(shape_1=())",
+            lambda: tb.generator_divergence((), (2, 3), np.eye(3)),
+            (names, "shape_1"),
+        ),
+        (
+            "tb.generator_divergence(shape 2**40)",
+            lambda: tb.generator_divergence((2**20, 2**20), (2, 2**20), np.eye(2)),
+            (names, "MAX_GENERATOR_ENTRIES"),
+        ),
+        ("tb.projected_ratio('abc', e)", lambda: tb.projected_ratio("abc", np.ones(2)), (names, "samples")),
+        # verdicts, data, autoencoders of Beyond: strings, complex and overflow named, not NaN
+        ("vd.mean_ci(complex)", lambda: vd.mean_ci(np.ones(3) + 1j), (names, "values")),
+        ("vd.mean_ci(level=None)", lambda: vd.mean_ci([1.0, 2.0, 3.0], None), (names, "level")),
+        ("vd.mean_ci(1e300 values)", lambda: vd.mean_ci([1e300, -1e300, 1e300]), (names, "mean_ci")),
+        ("vd.difference_ci(a bool)", lambda: vd.difference_ci([True, False, True], [1.0, 2.0]), (names, "a must")),
+        ("vd.verdict('0', 1)", lambda: vd.verdict("0", 1.0, above="up", below="down"), (names, "low")),
+        ("vd.verdict(True, 1)", lambda: vd.verdict(True, 1.0, above="up", below="down"), (names, "low")),
+        ("vd.cosine_mutual_knn(complex)", lambda: vd.cosine_mutual_knn(H + 1j, H, 3), (names, "h1")),
+        ("vd.noether_defect(X NaN)", lambda: vd.noether_defect(X * np.nan, W0, U0, "relu"), (names, "X must")),
+        ("vd.noether_defect(1e300 W)", lambda: vd.noether_defect(X, 1e300 * W0, U0, "relu"), (names, "overflows")),
+        ("dat.pca_theory(1e300 X)", lambda: nl.pca_theory(1e300 * X, 2), (names, "pca_theory")),
+        ("dat.pca_theory(1e-300 X)", lambda: nl.pca_theory(1e-300 * X, 2), (names, "pca_theory")),
+        ("nl.neuron_charges(1e300 W)", lambda: nl.neuron_charges(1e300 * W0, U0), (names, "overflows")),
+        (
+            "nl.train_autoencoder(batch_size=2**40)",
+            lambda: nl.train_autoencoder(X, W0, U0, activation="relu", eta=0.05, batch_size=2**40, steps=2, seed=0),
+            (names, "batch_size"),
+        ),
+        (
+            "nl.train_autoencoder(X with no rows)",
+            lambda: nl.train_autoencoder(X[:0], W0, U0, activation="relu", eta=0.05, batch_size=4, steps=2, seed=0),
+            (names, "X must"),
+        ),
+        (
+            "nl.fit_lambert_rate(tau ~ 1e-300)",
+            lambda: nl.fit_lambert_rate(np.array([0.0, 1e-300]), np.array([1.3, 1.3]), 1.3),
+            (names, "tau, s and s0"),
+        ),
+        (
+            "nl.fit_lambert_rate(s0 = 1e300)",
+            lambda: nl.fit_lambert_rate(np.array([0.0, 1.0]), np.array([1.3, 1.4]), 1e300),
+            (names, "tau, s and s0"),
+        ),
+        ("nl.ae_drift_terms(1e300 X)", lambda: nl.ae_drift_terms(1e300 * X, W0, U0, "relu"), (names, "overflows")),
+        ("nl.ae_drift_terms(X with no rows)", lambda: nl.ae_drift_terms(X[:0], W0, U0, "relu"), (names, "X must")),
+        # the ledger's helpers and the report
+        ("claims.resolving_power('1', 1)", lambda: claims.resolving_power("1", 1.0, rtol=0.1), (names, "measured")),
+        ("claims.resolving_power(1, NaN)", lambda: claims.resolving_power(1.0, np.nan, rtol=0.1), (names, "expected")),
+        ("claims.resolving_power(rtol=True)", lambda: claims.resolving_power(1.0, 1.0, rtol=True), (names, "rtol")),
+        ("claims.resolving_power(rtol=-1)", lambda: claims.resolving_power(1.0, 1.0, rtol=-1.0), (names, "rtol")),
+        (
+            "claims.resolving_power(shapes)",
+            lambda: claims.resolving_power([1.0, 2.0], [1.0, 2.0, 3.0]),
+            (names, "broadcast"),
+        ),
+        ("claims.bound_power(True, 1)", lambda: claims.bound_power(True, 1.0, upper=2.0), (names, "measured")),
+        ("claims.bound_power(upper='2')", lambda: claims.bound_power(1.0, 1.0, upper="2"), (names, "upper")),
+        ("claims.bound_power(no limit)", lambda: claims.bound_power(1.0, 1.0), (names, "lower or upper")),
+        ("claims.bound_power(1, 2, upper=2)", lambda: claims.bound_power(1.0, 2.0, upper=2.0), 0.5),
+        ("claims.ClaimTable('x').rows()", lambda: claims.ClaimTable("x", "book/demo/page").rows(), (names, "claims")),
+        (
+            "claims.ClaimTable(['a']).rows()",
+            lambda: claims.ClaimTable(["a"], "book/demo/page").rows(),
+            (names, "claims[0]"),
+        ),
+        ("claims.build_report(None, [])", lambda: claims.build_report(None, []), (names, "records")),
+        ("claims.build_report([], 3)", lambda: claims.build_report([], 3), (names, "inventory")),
+        # explorer: slider grids refused before they are listed; NaN cannot be selected
+        (
+            "explorer.live_widget(range(10**12))",
+            lambda: explorer.live_widget(lambda a: None, {"a": range(10**12)}, alt="x"),
+            (names, "MAX_FRAMES"),
+        ),
+        (
+            "explorer.static_html(range(10**12))",
+            lambda: explorer.static_html(lambda a: None, {"a": range(10**12)}, alt="x"),
+            (names, "MAX_FRAMES"),
+        ),
+        (
+            "explorer.live_widget(NaN value)",
+            lambda: explorer.live_widget(lambda a: None, {"a": [float("nan")]}, alt="x"),
+            (names, "grid['a']"),
+        ),
+        # plotting: the parameter named, not matplotlib's or Python's internals
+        (
+            "plotting.legible(page_width_in=True)",
+            lambda: plotting.legible(None, page_width_in=True),
+            (names, "page_width_in"),
+        ),
+        ("plotting.legible(min_pt=1e300)", lambda: plotting.legible(None, min_pt=1e300), (names, "min_pt")),
+        ("plotting.panel_grid(max_width=True)", lambda: plotting.panel_grid(2, max_width=True), (names, "max_width")),
+        ("plotting.label_panels(start='AB')", lambda: plotting.label_panels([], start="AB"), (names, "start")),
+        ("plotting.label_panels(start=3)", lambda: plotting.label_panels([], start=3), (names, "start")),
+        ("plotting.save_figure(name=3)", lambda: plotting.save_figure(None, 3), (names, "name")),
+        ("plotting.theory(y complex)", lambda: plotting.theory(None, np.arange(3.0), np.ones(3) + 1j), (names, "y")),
+        (
+            "plotting.simulation(band='abc')",
+            lambda: plotting.simulation(None, np.arange(3.0), np.ones(3), band="abc"),
+            (names, "band"),
+        ),
+        (
+            "plotting.streamlines(x empty)",
+            lambda: plotting.streamlines(None, np.zeros(0), np.arange(3.0), np.ones((3, 0)), np.ones((3, 0))),
+            (names, "x must"),
+        ),
+        (  # validated grids are what is drawn: a tensor grid works as the array does
+            "plotting.streamlines(x a tensor)",
+            lambda: (
+                len(
+                    plotting.streamlines(
+                        plotting.subplots()[1][0, 0],
+                        torch.linspace(0, 1, 5),
+                        np.linspace(0, 1, 5),
+                        np.ones((5, 5)),
+                        np.ones((5, 5)),
+                    )[1].get_paths()
+                )
+                > 0
+            ),
+            1.0,
+        ),
+        (
+            "plotting.streamlines(u None)",
+            lambda: plotting.streamlines(None, np.arange(3.0), np.arange(3.0), None, np.ones((3, 3))),
+            (names, "u must"),
+        ),
+        (
+            "plotting.streamlines(density='a')",
+            lambda: plotting.streamlines(
+                None, np.arange(3.0), np.arange(3.0), np.ones((3, 3)), np.ones((3, 3)), density="a"
+            ),
+            (names, "density"),
+        ),
+        # the engine's covariance draws: a scalar factor
+        ("engine.wishart_covariance(factor=1.0)", lambda: engine.wishart_covariance(G(), 1.0, 4, 2), (names, "factor")),
+        (
+            "engine.sample_covariance(factor (2, 3))",
+            lambda: engine.sample_covariance(G(), np.ones((2, 3)), 4, 2),
+            (names, "factor"),
+        ),
     ]
 
 

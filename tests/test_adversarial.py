@@ -1246,3 +1246,62 @@ def test_certify_concavity_leaves_mpmath_as_it_found_it():
     before = (mpmath.iv.prec, mpmath.mp.prec)
     dln.certify_concavity(3, dps=120, max_intervals=20)
     assert (mpmath.iv.prec, mpmath.mp.prec) == before
+
+
+BAD_ENTRY = st.sampled_from([float("nan"), float("inf"), -float("inf")])
+
+
+@PROPS
+@given(
+    st.integers(0, 79), BAD_ENTRY, st.integers(0, 1), st.sampled_from(["gram_alignment", "linear_cka", "mutual_knn"])
+)
+def test_shared_similarity_cores_validate_their_arguments(pos, bad, which, fn):
+    """symbreak.similarity's public cores refuse a non-finite entry anywhere (they returned NaN, or
+    a number, for it) with an error naming the argument; a Fortran-ordered or strided copy gives the
+    identical number."""
+    from symbreak import similarity
+
+    g = np.random.default_rng(pos)
+    h = [g.standard_normal((20, 4)), g.standard_normal((20, 3))]
+    args = (3,) if fn == "mutual_knn" else ()
+    ref = getattr(similarity, fn)(*h, *args)
+    for layout in (np.asfortranarray(h[which]), np.repeat(h[which], 2, axis=1)[:, ::2]):
+        moved = list(h)
+        moved[which] = layout
+        assert getattr(similarity, fn)(*moved, *args) == ref
+    h[which] = h[which].copy()
+    h[which].flat[pos % h[which].size] = bad
+    with pytest.raises(ValueError, match=f"h{which + 1} must contain only finite"):
+        getattr(similarity, fn)(*h, *args)
+
+
+@PROPS
+@given(st.floats(-1e300, 0.0), st.floats(-1e300, -1e-300), st.integers(0, 2))
+def test_lambert_w_scale_refuses_values_outside_its_domain(s0_bad, neg, which):
+    """``s0 > 0``, ``c ≥ 0``, ``τ ≥ 0``: a value outside (it gave NaN, or a number for c, τ < 0) is
+    refused with an error naming the argument."""
+    from symbreak import lambert
+
+    args = [1.0, 0.5, 2.0]
+    args[which] = s0_bad if which == 0 else neg
+    name = ("s0", "c", "tau")[which]
+    with pytest.raises(ValueError, match=f"{name} must"):
+        lambert.lambert_w_scale(*args)
+
+
+@PROPS
+@given(st.integers(1, 2**40), st.integers(1, 2**40))
+def test_one_step_charge_draws_are_sized_before_allocating(draws, batch_size):
+    """beyond.table's Monte-Carlo draws (``draws × batch_size`` minibatches) are refused beyond
+    MAX_DRAWS numbers before any allocation (10**12 draws ended in MemoryError), and run below it."""
+    from symbreak.beyond import table as tb
+
+    W, U = ae.pca_point([1.2, 0.7], 5)
+    lam, d = ae.geometric_spectrum(5), 5
+    n = max(draws * batch_size * d, draws * d * d)
+    if n > validation.MAX_DRAWS:
+        with pytest.raises(ValueError, match="draws"):
+            tb.ae_one_step_charges(W, U, lam, eta=0.05, batch_size=batch_size, draws=draws)
+    elif n <= 10**4:
+        out = tb.ae_one_step_charges(W, U, lam, eta=0.05, batch_size=batch_size, draws=draws, seed=0)
+        assert out.shape == (draws, 2, 2) and np.all(np.isfinite(out))

@@ -319,7 +319,18 @@ def resolving_power(measured, expected, *, rtol: float = 0.0, atol: float = 0.0)
     >>> resolving_power(0.0, 0.0, atol=1e-9)
     inf
     """
-    m, e = np.broadcast_arrays(np.asarray(measured, float), np.asarray(expected, float))
+    m, e = _real_array("measured", measured), _real_array("expected", expected)
+    for name, arr in (("measured", m), ("expected", e)):
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} must be finite: a non-finite value has no resolving power")
+    rtol, atol = _check_limit("rtol", rtol), _check_limit("atol", atol)
+    for name, tol in (("rtol", rtol), ("atol", atol)):
+        if not (math.isfinite(tol) and tol >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0, got {tol!r}")
+    try:
+        m, e = np.broadcast_arrays(m, e)
+    except ValueError:
+        raise ValueError(f"measured {m.shape} and expected {e.shape} must broadcast together") from None
     m, e = m.ravel(), e.ravel()
     if m.size == 0:
         return math.inf
@@ -347,8 +358,20 @@ def bound_power(measured, reference, *, lower=None, upper=None) -> float:
     >>> round(bound_power([0.95, 0.99], 1.0, lower=0.9, upper=1.0), 6)
     0.05
     """
-    m = np.asarray(measured, float).ravel()
-    r = float(np.max(np.abs(np.asarray(reference, float))))
+    m = _real_array("measured", measured).ravel()
+    ref = _real_array("reference", reference)
+    if ref.size == 0:
+        raise ValueError("reference must not be empty")
+    limits = {}
+    for name, value in (("lower", lower), ("upper", upper)):
+        if value is not None:
+            limits[name] = _real_array(name, value)
+            if np.any(np.isnan(limits[name])):
+                raise ValueError(f"{name} must not be NaN")
+    if not limits:
+        raise ValueError("bound_power needs lower or upper (or both)")
+    lower, upper = limits.get("lower"), limits.get("upper")
+    r = float(np.max(np.abs(ref)))
     if r == 0 or not math.isfinite(r):
         return math.inf
     slacks = []
@@ -953,8 +976,12 @@ class ClaimTable:
     page: str
 
     def rows(self) -> list[dict]:
+        if not isinstance(self.claims, (list, tuple)):
+            raise TypeError(f"claims must be a list of claim records (dicts), got {type(self.claims).__name__}")
         out = []
-        for rec in self.claims:
+        for i, rec in enumerate(self.claims):
+            if not isinstance(rec, dict) or "id" not in rec or "ref" not in rec:
+                raise TypeError(f"claims[{i}] must be a claim record (a dict with 'id' and 'ref'), got {rec!r:.80}")
             measured = _short_value(rec, "measured")
             se = rec.get("se")
             if isinstance(se, (int, float)) and measured:

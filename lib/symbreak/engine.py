@@ -112,6 +112,17 @@ def _apply_factor(factor: np.ndarray, m: np.ndarray) -> np.ndarray:
     return factor @ m @ factor.T
 
 
+def _check_factor(factor) -> np.ndarray:
+    """A covariance factor: a non-empty 1-D vector of standard deviations or a square matrix."""
+    factor = check_array("factor", factor)
+    if factor.ndim not in (1, 2) or factor.shape[0] == 0 or (factor.ndim == 2 and factor.shape[0] != factor.shape[1]):
+        raise ValueError(
+            "factor must be a non-empty vector of standard deviations (d,) or a square matrix (d, d), "
+            f"got shape {factor.shape}"
+        )
+    return factor
+
+
 def wishart_covariance(rng: np.random.Generator, factor, batch_size: int, size: int, *, dtype=np.float64) -> np.ndarray:
     """Draw ``size`` exact minibatch covariances ``Σ̂ = X Xᵀ / B`` of ``B`` Gaussian points.
 
@@ -141,7 +152,7 @@ def wishart_covariance(rng: np.random.Generator, factor, batch_size: int, size: 
         Symmetric positive semi-definite matrices with mean ``Σ`` and
         ``Cov(Σ̂_ij, Σ̂_kl) = (Σ_ik Σ_jl + Σ_il Σ_jk) / B``.
     """
-    factor = check_array("factor", factor)
+    factor = _check_factor(factor)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     size = check_int("size", size, minimum=1, maximum=MAX_DRAWS)
     d = factor.shape[0]
@@ -169,7 +180,7 @@ def sample_covariance(
     The reference sampler for :func:`wishart_covariance` (same law, ``d·B`` normals per draw).
     With ``return_samples=True`` also returns the points ``X`` of shape (size, d, B).
     """
-    factor = check_array("factor", factor)
+    factor = _check_factor(factor)
     batch_size = check_int("batch_size", batch_size, minimum=1)
     size = check_int("size", size, minimum=1, maximum=MAX_DRAWS)
     d = factor.shape[0]

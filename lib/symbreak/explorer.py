@@ -22,11 +22,13 @@ core dependencies (matplotlib and Pillow).
 from __future__ import annotations
 
 import base64
+import cmath
 import html
 import io
 import itertools
 import json
 import math
+import numbers
 import os
 import re
 import uuid
@@ -100,9 +102,22 @@ def _validate(draw, grid, alt, initial):
             and not hasattr(values, "tolist")
         ):
             raise TypeError(f"grid[{name!r}] must be a sequence of slider values, got {type(values).__name__}")
+        try:
+            n_values = len(values)
+        except TypeError:
+            raise TypeError(
+                f"grid[{name!r}] must be a sequence of slider values, got {type(values).__name__}"
+            ) from None
+        if n_values > MAX_FRAMES:  # checked before the values are listed (range(10**12) ended in MemoryError)
+            raise ValueError(
+                f"grid[{name!r}] holds {n_values} values, more than MAX_FRAMES = {MAX_FRAMES} positions of a slider"
+            )
         values = list(values.tolist() if hasattr(values, "tolist") else values)
         if not values:
             raise ValueError(f"grid[{name!r}] must hold at least one value")
+        for v in values:  # a NaN is equal to nothing, so no slider can select it
+            if isinstance(v, numbers.Number) and not isinstance(v, numbers.Integral) and not cmath.isfinite(v):
+                raise ValueError(f"grid[{name!r}] must hold finite values (a slider cannot select {v!r})")
         clean[name] = values
     if not isinstance(alt, str) or not alt.strip():
         raise ValueError("alt must be a non-empty description of the figure (read to screen-reader users)")
@@ -392,7 +407,11 @@ def static_html(
 
 
 def live_widget(draw: Callable, grid: Mapping[str, Sequence], *, alt: str, labels=None, initial=None):
-    """An ipywidgets box: one selection slider per parameter over its grid values, calling ``draw``."""
+    """An ipywidgets box: one selection slider per parameter over its grid values, calling ``draw``.
+
+    ``grid`` is validated as for :func:`static_html`: at most :data:`MAX_FRAMES` finite values per
+    parameter (a longer grid is refused before it is listed).
+    """
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
     from IPython.display import display

@@ -12,6 +12,8 @@ import math
 import numpy as np
 from scipy.special import wrightomega
 
+from .validation import check_array
+
 __all__ = ["lambert_w_scale"]
 
 
@@ -25,7 +27,7 @@ def lambert_w_scale(s0, c, tau):
     Parameters
     ----------
     s0, c, tau : numpy.ndarray
-        Validated finite arrays, ``s0 > 0``, ``c ≥ 0``, ``τ ≥ 0``; they broadcast.
+        Finite real arrays, ``s0 > 0``, ``c ≥ 0``, ``τ ≥ 0``, that broadcast together.
 
     Returns
     -------
@@ -34,9 +36,17 @@ def lambert_w_scale(s0, c, tau):
     Raises
     ------
     ValueError
-        If ``s(τ)`` exceeds the float64 range.
+        If ``s(τ)`` exceeds the float64 range, or an argument is not a finite real array in its range
+        (the error names it), or the three do not broadcast together.
     """
-    s0, c, tau = (np.array(a, dtype=float) for a in np.broadcast_arrays(s0, c, tau))
+    s0, c, tau = check_array("s0", s0), check_array("c", c), check_array("tau", tau)
+    for name, arr, zero_ok in (("s0", s0, False), ("c", c, True), ("tau", tau, True)):
+        if np.any(arr < 0) or (not zero_ok and np.any(arr == 0)):
+            raise ValueError(f"{name} must contain only finite numbers {'>= 0' if zero_ok else '> 0'}")
+    try:
+        s0, c, tau = (np.array(a, dtype=float) for a in np.broadcast_arrays(s0, c, tau))
+    except ValueError:
+        raise ValueError(f"s0 {s0.shape}, c {c.shape} and tau {tau.shape} must broadcast together") from None
     with np.errstate(divide="ignore"):
         log_s2 = 2.0 * np.log(s0)
         log_ct = np.log(c) + np.log(tau)  # −inf where cτ = 0

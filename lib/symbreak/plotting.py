@@ -29,7 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .validation import check_int, check_positive
+from .validation import check_array, check_int, check_positive
 
 __all__ = [
     "ROLE_COLORS",
@@ -160,8 +160,8 @@ def legible(fig, *, page_width_in: float = PAGE_WIDTH_IN, min_pt: float = MIN_FO
     from matplotlib.text import Text
 
     for name, value in (("page_width_in", page_width_in), ("min_pt", min_pt)):
-        if not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
-            raise ValueError(f"{name} must be a positive number, got {value!r}")
+        if check_positive(name, value) > 1000:  # a type size or page width of kilometres: a slip
+            raise ValueError(f"{name} must lie in (0, 1000], got {value!r}")
     width = float(fig.get_size_inches()[0])
     need = float(min_pt) / min(1.0, float(page_width_in) / width)
     for ax in fig.axes:
@@ -420,8 +420,15 @@ def param_colors(values: Sequence) -> dict:
     return dict(zip(ordered, mode_colors(len(ordered))))
 
 
+def _real_data(name, value, *, ndim=None):
+    """Refuse what is not real numbers (strings, complex, booleans) with ``name`` in the message; the
+    value itself (a masked array keeps its mask) is what is drawn. NaN are gaps in a curve: allowed."""
+    return check_array(name, np.ma.getdata(value), ndim=ndim, finite=False)
+
+
 def theory(ax, x, y, *, color=None, label=None, **kwargs):
     """Draw a theory curve: dashed, drawn above the simulation."""
+    _real_data("x", x), _real_data("y", y)
     kwargs.setdefault("linestyle", "--")
     kwargs.setdefault("linewidth", 1.5)
     kwargs.setdefault("zorder", 3)
@@ -432,6 +439,11 @@ def simulation(ax, x, y, *, color=None, label=None, band=None, **kwargs):
     """Draw a simulation curve: solid; ``band=(lo, hi)`` shades a spread (e.g. over seeds)."""
     kwargs.setdefault("linestyle", "-")
     kwargs.setdefault("alpha", 0.9)
+    _real_data("x", x), _real_data("y", y)
+    if band is not None:
+        if isinstance(band, (str, bytes)) or not isinstance(band, (tuple, list)) or len(band) != 2:
+            raise ValueError(f"band must be a pair (lo, hi) of arrays, got {band!r:.80}")
+        _real_data("band[0]", band[0]), _real_data("band[1]", band[1])
     lines = ax.plot(x, y, color=color, label=label, **kwargs)
     if band is not None:
         lo, hi = band
@@ -479,7 +491,17 @@ def streamlines(ax, x, y, u, v, *, color="0.55", linewidth=0.5, arrow_length=0.0
     """
     from matplotlib.collections import PolyCollection
 
-    lines = ax.streamplot(x, y, u, v, color=color, linewidth=linewidth, density=density, num_arrows=0, **kwargs).lines
+    xs, ys = _real_data("x", x, ndim=1), _real_data("y", y, ndim=1)
+    for name, arr in (("x", xs), ("y", ys)):
+        if arr.size < 2 or not np.all(np.isfinite(arr)) or np.any(np.diff(arr) <= 0):
+            raise ValueError(f"{name} must be a finite, increasing 1-d grid of at least 2 points")
+    for name, arr in (("u", u), ("v", v)):
+        if _real_data(name, arr).shape != (ys.size, xs.size):
+            raise ValueError(f"{name} must have shape (len(y), len(x)) = {(ys.size, xs.size)}, got {np.shape(arr)}")
+    check_positive("arrow_length", arrow_length)
+    for d in np.atleast_1d(_real_data("density", density)):
+        check_positive("density", d)
+    lines = ax.streamplot(xs, ys, u, v, color=color, linewidth=linewidth, density=density, num_arrows=0, **kwargs).lines
     segments = lines.get_segments()  # two-point pieces, streamline after streamline
     heads = []
     start = 0
@@ -521,8 +543,7 @@ def panel_grid(n: int, *, width: float = 2.5, height: float = 2.4, max_width: fl
     """
     n = check_int("n", n, minimum=1, maximum=MAX_PANELS)
     for name, value in (("width", width), ("height", height), ("max_width", max_width)):
-        if not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
-            raise ValueError(f"{name} must be a positive number, got {value!r}")
+        check_positive(name, value)  # not a bool, a string or complex; finite and > 0
     ncols = int(max(1, min(n, max_width // width)))
     nrows = -(-int(n) // ncols)
     fig, axes = subplots(nrows, ncols, width=width, height=height, **kwargs)
@@ -534,6 +555,8 @@ def panel_grid(n: int, *, width: float = 2.5, height: float = 2.4, max_width: fl
 
 def label_panels(axes, *, start: str = "A", **kwargs) -> None:
     """Put bold panel letters (A, B, ...) in the top-left corner of each axis, as in the papers."""
+    if not isinstance(start, str) or len(start) != 1 or not start.isalpha():
+        raise ValueError(f"start must be one letter (the first panel's label), got {start!r}")
     kwargs.setdefault("fontweight", "bold")
     kwargs.setdefault("fontsize", 11)
     for i, ax in enumerate(np.ravel(axes)):
@@ -549,6 +572,8 @@ def save_figure(fig, name: str):
     import os
     import re
 
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a string (the file name without .png), got {type(name).__name__}")
     folder = os.environ.get(FIGURES_ENV_VAR)
     if not folder:
         return None

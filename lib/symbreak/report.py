@@ -102,6 +102,9 @@ def build_report(records: list[dict], inventory: list[dict]) -> tuple[list[dict]
     """
     problems: list[str] = []
     seen: dict[str, dict] = {}
+    for name, value in (("records", records), ("inventory", inventory)):
+        if isinstance(value, (str, bytes, dict)) or not isinstance(value, (list, tuple)):
+            raise TypeError(f"{name} must be a list of dicts, got {type(value).__name__}")
     for i, rec in enumerate(records):
         if not isinstance(rec, dict):
             raise TypeError(f"records[{i}] must be a claim record (a dict), got {type(rec).__name__}")

@@ -26,14 +26,48 @@ from __future__ import annotations
 
 import numpy as np
 
+from .validation import check_array, check_int
+
 __all__ = ["unit_scale", "gram_alignment", "linear_cka", "mutual_knn"]
+
+
+def _check_names(names):
+    if not isinstance(names, (tuple, list)) or len(names) != 2 or not all(isinstance(n, str) and n for n in names):
+        raise ValueError(f"names must be a pair of non-empty strings, got {names!r}")
+    return tuple(names)
+
+
+def _check_pair(h1, h2, names, *, two_d: bool = False):
+    """``h1``, ``h2`` as finite real arrays of shape ``(..., n_samples, features)`` with the same
+    ``n_samples >= 1`` (``>= 2`` and exactly 2-D for ``two_d``) and broadcasting leading axes."""
+    n1, n2 = _check_names(names)
+    h1, h2 = check_array(n1, h1), check_array(n2, h2)
+    for name, h in ((n1, h1), (n2, h2)):
+        if (h.ndim != 2) if two_d else (h.ndim < 2):
+            want = "2-D (n_samples, features)" if two_d else "(..., n_samples, features)"
+            raise ValueError(f"{name} must be {want}, got shape {h.shape}")
+        if h.shape[-1] == 0:
+            raise ValueError(f"{name} must have at least one feature, got shape {h.shape}")
+    if h1.shape[-2] != h2.shape[-2]:
+        raise ValueError(f"{n1} and {n2} must have the same number of samples, got {h1.shape[-2]} and {h2.shape[-2]}")
+    if h1.shape[-2] < (2 if two_d else 1):
+        raise ValueError(f"{n1} and {n2} must hold at least {2 if two_d else 1} samples, got {h1.shape[-2]}")
+    try:
+        np.broadcast_shapes(h1.shape[:-2], h2.shape[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the leading axes of {n1} {h1.shape[:-2]} and {n2} {h2.shape[:-2]} must broadcast together"
+        ) from None
+    # one memory layout, so that a Fortran-ordered or strided copy gives the same rounding as the original
+    return np.ascontiguousarray(h1), np.ascontiguousarray(h2), (n1, n2)
 
 
 def unit_scale(h: np.ndarray) -> np.ndarray:
     """``h`` divided by its largest absolute entry (zero stays zero): the scale-invariant measures use it.
 
-    For an array of any shape; the maximum is over the whole array.
+    For a finite real array of any shape; the maximum is over the whole array.
     """
+    h = check_array("h", h)
     m = np.max(np.abs(h)) if h.size else 0.0
     return h / m if m > 0 else h
 
@@ -78,8 +112,10 @@ def gram_alignment(h1: np.ndarray, h2: np.ndarray, *, names=("h1", "h2")):
     Raises
     ------
     ValueError
-        If a representation is identically zero.
+        If a representation is identically zero, or the arguments are not finite real arrays of
+        these shapes (the error names the argument).
     """
+    h1, h2, names = _check_pair(h1, h2, names)
     return _broadcast_pairs(h1, h2, _gram_alignment_2d, names)
 
 
@@ -109,8 +145,10 @@ def linear_cka(h1: np.ndarray, h2: np.ndarray, *, names=("h1", "h2")):
     Raises
     ------
     ValueError
-        If a representation is constant over the samples.
+        If a representation is constant over the samples, or the arguments are not finite real
+        arrays of the shapes of :func:`gram_alignment`.
     """
+    h1, h2, names = _check_pair(h1, h2, names)
     return _broadcast_pairs(h1, h2, _cka_2d, names)
 
 
@@ -121,17 +159,25 @@ def mutual_knn(h1: np.ndarray, h2: np.ndarray, k: int) -> float:
     Parameters
     ----------
     h1, h2 : numpy.ndarray, shape (n_samples, features_1) and (n_samples, features_2)
-        Finite real representations (validated by the caller).
+        Finite real representations of the same ``n_samples >= 2`` samples.
     k : int
-        Neighbours per sample, ``1 <= k <= n_samples - 1`` (validated by the caller).
+        Neighbours per sample, ``1 <= k <= n_samples - 1``.
 
     Returns
     -------
     float
         1 when the neighbourhoods agree (representations equal up to a rotation and a scale), about
         ``k/n`` for unrelated ones.
+
+    Raises
+    ------
+    ValueError
+        If ``h1``, ``h2`` are not finite real 2-D arrays with the same number of samples, or ``k`` is
+        not an integer in ``[1, n_samples - 1]``.
     """
+    h1, h2, _ = _check_pair(h1, h2, ("h1", "h2"), two_d=True)
     n = h1.shape[0]
+    k = check_int("k", k, minimum=1, maximum=n - 1)
 
     def knn(h):
         sq = (h**2).sum(1)

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..engine import DivergenceError, record_steps, replica_streams
 from ..rng import make_rng, torch_generator
-from ..validation import check_allocation, check_array, check_choice, check_int, check_positive
+from ..validation import check_allocation, check_array, check_choice, check_int, check_positive, finite_result
 from ._common import ACTIVATIONS, DIVERGENCE_LIMIT, _tensor, _torch
 from .synthesis import lambert_scale
 
@@ -114,7 +114,8 @@ def neuron_charges(W, U) -> np.ndarray:
     U = check_array("U", U)
     if W.ndim < 2 or U.shape != W.shape[:-2] + (W.shape[-1], W.shape[-2]):
         raise ValueError(f"W (..., d, k) and U (..., k, d) must match, got {W.shape} and {U.shape}")
-    return np.sum(W * W, axis=-2) - np.sum(U * U, axis=-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return finite_result("neuron_charges", np.sum(W * W, axis=-2) - np.sum(U * U, axis=-1))
 
 
 @dataclass
@@ -157,6 +158,8 @@ def train_autoencoder(
     torch = _torch()
     X = check_array("X", X, ndim=2)
     n, d = X.shape
+    if n == 0:
+        raise ValueError("X must hold at least one sample (row)")
     W = check_array("W0", W0, ndim=3)
     U = check_array("U0", U0, ndim=3)
     if W.shape[1] != d or U.shape != (W.shape[0], W.shape[2], d):
@@ -169,6 +172,7 @@ def train_autoencoder(
     rec = record_steps(steps, record_every)
     r = W.shape[0]
     check_allocation("records × replicas × k × d (the recorded weights)", 2 * rec.size * W.size)
+    check_allocation("replicas × batch_size × (d + k) (one step's minibatches)", r * b * (d + W.shape[2]))
     xt = _tensor(X)
     xall = xt.T.unsqueeze(0).expand(r, d, n)
     Wt, Ut = _tensor(W), _tensor(U)
@@ -274,6 +278,8 @@ def ae_drift_terms(X, W, U, activation: str):
     U = check_array("U", U, ndim=3)
     check_choice("activation", activation, ACTIVATIONS)
     n, d = X.shape
+    if n == 0:
+        raise ValueError("X must hold at least one sample (row)")
     if W.shape[1] != d or U.shape != (W.shape[0], W.shape[2], d):
         raise ValueError(f"W must be (R, {d}, k) and U (R, k, {d}), got {W.shape} and {U.shape}")
     xt = _tensor(X).T.unsqueeze(0).expand(W.shape[0], d, n)
@@ -283,7 +289,7 @@ def ae_drift_terms(X, W, U, activation: str):
     delta = (Wt.transpose(1, 2) @ r) * dh
     r2 = (r * r).sum(dim=1, keepdim=True)
     x2 = (xt * xt).sum(dim=1, keepdim=True)
-    return (r2 * h * h).mean(dim=2).numpy(), (delta * delta * x2).mean(dim=2).numpy()
+    return finite_result("ae_drift_terms", ((r2 * h * h).mean(dim=2).numpy(), (delta * delta * x2).mean(dim=2).numpy()))
 
 
 def fit_lambert_rate(tau, s, s0: float) -> tuple[float, float]:
@@ -302,8 +308,14 @@ def fit_lambert_rate(tau, s, s0: float) -> tuple[float, float]:
     s0 = check_positive("s0", s0)
     if np.any(s <= 0) or np.any(tau < 0) or not np.any(tau > 0):
         raise ValueError("s must be > 0 and tau >= 0 with at least one tau > 0")
-    lhs = s * s / 2 + np.log(s) - s0 * s0 / 2 - np.log(s0)
-    c = float(np.sum(lhs * tau) / np.sum(tau * tau))
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        lhs = s * s / 2 + np.log(s) - s0 * s0 / 2 - np.log(s0)
+        c = float(np.sum(lhs * tau) / np.sum(tau * tau))
+    if not np.isfinite(c):
+        raise ValueError(
+            "tau, s and s0 are too extreme in scale for the fit: s², s0² or Σ τ² leaves the float64 range "
+            f"(fitted rate {c})"
+        )
     if c < 0:
         raise ValueError(f"the data do not grow (fitted rate {c:.3g} < 0): no Lambert-W growth to fit")
     fit = lambert_scale(s0, c, tau)

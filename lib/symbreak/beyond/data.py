@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..validation import check_array, check_choice, check_int
+from ..validation import check_array, check_choice, check_int, finite_result
 
 __all__ = ["load_digits_data", "pca_theory"]
 
@@ -77,13 +77,19 @@ def pca_theory(X, k: int) -> dict:
     if n < 2:
         raise ValueError(f"X must have at least 2 rows (samples), got {n}")
     k = check_int("k", k, minimum=1, maximum=d - 1)
-    cov = X.T @ X / n
+    with np.errstate(over="ignore", invalid="ignore"):
+        cov = X.T @ X / n
+    finite_result("pca_theory (the covariance of X)", cov)
     lam, vec = np.linalg.eigh(cov)
     lam, vec = lam[::-1], vec[:, ::-1]
     z = X @ vec
     perp = np.sum(z[:, k:] ** 2, axis=1)
     c = (z[:, :k] * perp[:, None]).T @ z[:, :k] / n
-    off = np.abs(c - np.diag(np.diag(c))).max() / np.abs(np.diag(c)).max() if k > 1 else 0.0
+    if not np.abs(np.diag(c)).max() > 0:  # X so small that its fourth moments underflow
+        raise ValueError("pca_theory: the fourth moments of X underflow float64 (X too small in scale)")
+    with np.errstate(over="ignore", invalid="ignore"):
+        off = np.abs(c - np.diag(np.diag(c))).max() / np.abs(np.diag(c)).max() if k > 1 else 0.0
+    finite_result("pca_theory", (c, off))
     return {
         "lambdas": lam,
         "basis": vec,

@@ -52,11 +52,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 from ..engine import check_divergence, record_steps, replica_streams
 from ..lambert import lambert_w_scale
-from ..validation import check_allocation, check_array, check_int, check_nonnegative, check_positive, finite_result
+from ..validation import (
+    check_allocation,
+    check_array,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    finite_result,
+    solve_ivp_bounded,
+)
 
 __all__ = [
     "KnobModel",
@@ -157,7 +164,8 @@ def charge(w, u) -> np.ndarray:
     u = check_array("u", u)
     if w.ndim < 1 or u.shape != w.shape[:-1]:
         raise ValueError(f"u must have the shape of w without its last axis, got w {w.shape}, u {u.shape}")
-    return np.sum(w * w, axis=-1) - u * u
+    with np.errstate(over="ignore", invalid="ignore"):
+        return finite_result("charge", np.sum(w * w, axis=-1) - u * u)
 
 
 def expected_charge_step(model: KnobModel, w, u, *, eta: float, batch_size: int, sigma_p2: float = 0.0):
@@ -185,12 +193,14 @@ def expected_charge_step(model: KnobModel, w, u, *, eta: float, batch_size: int,
     eta = check_positive("eta", eta)
     b = check_int("batch_size", batch_size, minimum=1)
     sigma_p2 = check_nonnegative("sigma_p2", sigma_p2)
-    a = w * u[..., None] - model.v
-    k2 = model.lam**2 * (1.0 + 2.0 / b)
-    se = model.sigma_eps * (model.lam / b)
-    tr_m = k2 * np.sum(a * a, axis=-1) + np.trace(se)
-    wmw = k2 * np.sum(w * a, axis=-1) ** 2 + np.einsum("...i,ij,...j->...", w, se, w)
-    return eta**2 * (u * u * tr_m - wmw) + sigma_p2 * (model.m - 1)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, not warned
+        a = w * u[..., None] - model.v
+        k2 = model.lam**2 * (1.0 + 2.0 / b)
+        se = model.sigma_eps * (model.lam / b)
+        tr_m = k2 * np.sum(a * a, axis=-1) + np.trace(se)
+        wmw = k2 * np.sum(w * a, axis=-1) ** 2 + np.einsum("...i,ij,...j->...", w, se, w)
+        out = np.float64(eta) ** 2 * (u * u * tr_m - wmw) + sigma_p2 * (model.m - 1)
+    return finite_result("expected_charge_step", out)
 
 
 def slow_drift(model: KnobModel, s):
@@ -199,10 +209,12 @@ def slow_drift(model: KnobModel, s):
     ``dQ/dτ = λ (‖v‖²/s · tr Σ_ε − s · v̂ᵀΣ_ε v̂)`` at decoder scale ``s = ‖w‖² > 0``.
     """
     model = _check_model(model)
-    s = np.asarray(s, dtype=float)
-    if not np.all(np.isfinite(s)) or np.any(s <= 0):
+    s = check_array("s", s)
+    if np.any(s <= 0):
         raise ValueError("s must contain only finite numbers > 0")
-    out = model.lam * (model.v_norm**2 / s * model.sigma2 - s * model.sigma_par)
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = model.lam * (model.v_norm**2 / s * model.sigma2 - s * model.sigma_par)
+    finite_result("slow_drift", out)
     return float(out) if out.ndim == 0 else out
 
 
@@ -297,10 +309,12 @@ def slow_scale(model: KnobModel, s0: float, taus) -> np.ndarray:
         s = y[0]
         return [slow_drift(model, s) / (1.0 + vn2 / (s * s))]
 
-    sol = solve_ivp(rhs, (0.0, float(taus[-1])), [s0], t_eval=taus, rtol=1e-10, atol=1e-12, method="LSODA")
-    if not sol.success:  # pragma: no cover - smooth scalar ODE
-        raise RuntimeError(f"slow_scale: integration failed: {sol.message}")
-    return sol.y[0]
+    if taus[-1] == 0:
+        return np.full(taus.size, s0)
+    # bounded in work and refusing a horizon below float64 resolution (solve_ivp hung at taus ~ 1e-300)
+    return solve_ivp_bounded(
+        rhs, float(taus[-1]), [s0], taus, method="LSODA", rtol=1e-10, atol=1e-12, what="slow_scale"
+    )[:, 0]
 
 
 def hessian_lambda_max(model: KnobModel, s):
@@ -310,10 +324,12 @@ def hessian_lambda_max(model: KnobModel, s):
     non-zero eigenvalues are those of ``J Jᵀ = u² I + w wᵀ``: ``u² + ‖w‖²`` and ``u²``.
     """
     model = _check_model(model)
-    s = np.asarray(s, dtype=float)
-    if not np.all(np.isfinite(s)) or np.any(s <= 0):
+    s = check_array("s", s)
+    if np.any(s <= 0):
         raise ValueError("s must contain only finite numbers > 0")
-    out = model.lam * (s + model.v_norm**2 / s)
+    with np.errstate(over="ignore"):
+        out = model.lam * (s + model.v_norm**2 / s)
+    finite_result("hessian_lambda_max", out)
     return float(out) if out.ndim == 0 else out
 
 
@@ -329,12 +345,21 @@ def eos_ceiling(model: KnobModel, eta: float, kappa: float = 2.0) -> float:
     eta = check_positive("eta", eta)
     kappa = check_positive("kappa", kappa)
     kt = kappa / (eta * model.lam)
+    if not np.isfinite(kt):
+        raise ValueError(
+            f"kappa / (eta lam) = {kappa:g} / ({eta:g} * {model.lam:g}) exceeds the float64 range: eta too small "
+            "or kappa too large"
+        )
     if kt < 2 * model.v_norm:
         raise ValueError(
             f"eta must be <= kappa / (2 lam |v|) = {kappa / (2 * model.lam * model.v_norm):.4g} "
             f"for a stable scale to exist, got {eta}"
         )
-    return float(0.5 * (kt + np.sqrt(kt * kt - 4 * model.v_norm**2)))
+    with np.errstate(over="ignore"):  # (kt² − 4‖v‖²)^½ = kt (1 − (2‖v‖/kt)²)^½ without overflow
+        root = (
+            kt * np.sqrt(1.0 - (2.0 * model.v_norm / kt) ** 2) if kt > 1e150 else np.sqrt(kt * kt - 4 * model.v_norm**2)
+        )
+    return finite_result("eos_ceiling", float(0.5 * (kt + root)))
 
 
 def on_manifold_point(model: KnobModel, s: float, replicas: int = 1):
@@ -423,6 +448,8 @@ def simulate(
         raise ValueError(f"w0 must have shape (R, {model.m}), got {w.shape}")
     u = check_array("u0", u0, shape=(w.shape[0],)).copy()
     eta = check_positive("eta", eta)
+    if eta > 1e150:  # eta² (the slow time, the expected step) would overflow float64
+        raise ValueError(f"eta must lie in (0, 1e150], got {eta!r}")
     b = check_int("batch_size", batch_size, minimum=1)
     steps = check_int("steps", steps, minimum=1)
     sigma_p2 = check_nonnegative("sigma_p2", sigma_p2)

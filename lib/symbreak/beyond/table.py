@@ -23,6 +23,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..rng import make_rng
+from ..validation import (
+    MAX_STEPS,
+    check_allocation,
+    check_array,
+    check_int,
+    check_positive,
+    check_tolerance,
+    finite_result,
+    solve_ivp_bounded,
+)
 
 __all__ = [
     "generator_divergence",
@@ -36,26 +46,36 @@ __all__ = [
 ]
 
 
-def _matrices(name, ws, *, min_len=2):
+#: Bound on ``h n + m h`` in :func:`generator_divergence` (it differentiates entry by entry).
+MAX_GENERATOR_ENTRIES = 10**4
+#: Bound on the evaluations of the vector field in :func:`dln_gradient_flow` (the book's flow to
+#: ``t = 2`` takes under 800): a horizon far beyond it is refused in under a second.
+MAX_FLOW_EVALUATIONS = 5_000
+
+
+def _matrices(name, ws, *, min_len=2, ndim=2):
     if not isinstance(ws, (list, tuple)) or len(ws) < min_len:
-        raise ValueError(f"{name} must be a list of at least {min_len} matrices")
-    out = [np.asarray(w, dtype=float) for w in ws]
+        raise ValueError(f"{name} must be a list of at least {min_len} matrices, got {type(ws).__name__}")
+    out = [check_array(f"{name}[{i}]", w) for i, w in enumerate(ws)]
     for i, w in enumerate(out):
-        if w.ndim != 2 or not np.all(np.isfinite(w)):
-            raise ValueError(f"{name}[{i}] must be a finite 2-d array")
+        if (w.ndim != ndim) if ndim else (w.ndim < 2):
+            want = f"a {ndim}-d array" if ndim else "an array of matrices (..., rows, columns)"
+            raise ValueError(f"{name}[{i}] must be {want}, got shape {w.shape}")
     return out
 
 
-def _positive_int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
+def _positive_int(name, value, minimum=1, maximum=None):
+    return check_int(name, value, minimum=minimum, maximum=maximum)
 
 
 def _positive(name, value):
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
+    return check_positive(name, value)
+
+
+def _shape_pair(name, shape):
+    if not isinstance(shape, (tuple, list)) or len(shape) != 2:
+        raise ValueError(f"{name} must be a pair (rows, columns) of integers >= 1, got {shape!r}")
+    return tuple(_positive_int(name, s) for s in shape)
 
 
 def generator_divergence(shape_1, shape_2, A) -> float:
@@ -79,12 +99,17 @@ def generator_divergence(shape_1, shape_2, A) -> float:
     -------
     float
     """
-    h, n = (_positive_int("shape_1", s) for s in shape_1)
-    m, h2 = (_positive_int("shape_2", s) for s in shape_2)
+    h, n = _shape_pair("shape_1", shape_1)
+    m, h2 = _shape_pair("shape_2", shape_2)
     if h2 != h:
         raise ValueError(f"shape_2 must be (m, {h}) to compose with shape_1 = {tuple(shape_1)}, got {tuple(shape_2)}")
-    A = np.asarray(A, dtype=float)
-    if A.shape != (h, h) or not np.all(np.isfinite(A)):
+    if h * n + m * h > MAX_GENERATOR_ENTRIES:
+        raise ValueError(
+            f"shape_1 and shape_2 hold h n + m h = {h * n + m * h} entries, beyond MAX_GENERATOR_ENTRIES = "
+            f"{MAX_GENERATOR_ENTRIES} (the divergence is taken entry by entry)"
+        )
+    A = check_array("A", A)
+    if A.shape != (h, h):
         raise ValueError(f"A must be a finite {h}x{h} matrix, got shape {A.shape}")
     div = 0.0
     for idx in np.ndindex(h, n):  # d(A W_1)_{idx} / d(W_1)_{idx}
@@ -105,14 +130,15 @@ def projected_ratio(samples, expected) -> np.ndarray:
     theory holds (and 0 when the samples have no drift along ``E``), with a standard error over the
     samples. ``samples`` has one leading axis of draws; ``expected`` the shape of one draw.
     """
-    x = np.asarray(samples, dtype=float)
-    e = np.asarray(expected, dtype=float)
-    if x.shape[1:] != e.shape:
+    x = check_array("samples", samples)
+    e = check_array("expected", expected)
+    if x.ndim < 1 or x.shape[0] == 0 or x.shape[1:] != e.shape:
         raise ValueError(f"samples must have shape (draws,) + {e.shape}, got {x.shape}")
     norm = float((e * e).sum())
     if norm <= 0:
         raise ValueError("expected must not be zero")
-    return (x * e).reshape(x.shape[0], -1).sum(axis=1) / norm
+    with np.errstate(over="ignore", invalid="ignore"):
+        return finite_result("projected_ratio", (x * e).reshape(x.shape[0], -1).sum(axis=1) / norm)
 
 
 def edln_one_step_charges(net, task, weights, *, lr: float, batch_size: int, draws: int, seed=None) -> list:
@@ -136,6 +162,9 @@ def edln_one_step_charges(net, task, weights, *, lr: float, batch_size: int, dra
     ws = _matrices("weights", weights)
     if [w.shape for w in ws] != list(net.shapes):
         raise ValueError(f"weights must have the shapes {net.shapes}, got {[w.shape for w in ws]}")
+    widest = max([task.n, task.m] + [w.shape[0] for w in ws])
+    check_allocation("draws × batch_size × widest layer (the minibatches)", draws * batch_size * widest)
+    check_allocation("draws × layer sizes (the stepped weights)", draws * sum(w.size for w in ws))
     rng = make_rng(seed)
     lx = np.linalg.cholesky(task.sigma_x)
     ev, vec = np.linalg.eigh(task.sigma_eps)
@@ -157,7 +186,7 @@ def edln_one_step_charges(net, task, weights, *, lr: float, batch_size: int, dra
         before = ws[k + 1].T @ ws[k + 1] - ws[k] @ ws[k].T
         after = np.swapaxes(new[k + 1], 1, 2) @ new[k + 1] - new[k] @ np.swapaxes(new[k], 1, 2)
         out.append(after - before)
-    return out
+    return finite_result("edln_one_step_charges", out)
 
 
 def ae_one_step_charges(W, U, lambdas, *, eta: float, batch_size: int, draws: int, seed=None) -> np.ndarray:
@@ -175,13 +204,15 @@ def ae_one_step_charges(W, U, lambdas, *, eta: float, batch_size: int, draws: in
     eta = _positive("eta", eta)
     batch_size = _positive_int("batch_size", batch_size)
     draws = _positive_int("draws", draws)
-    lam = np.asarray(lambdas, dtype=float)
-    if lam.ndim != 1 or not np.all(lam > 0):
-        raise ValueError("lambdas must be a 1-d array of positive variances")
-    W, U = np.asarray(W, dtype=float), np.asarray(U, dtype=float)
+    lam = check_array("lambdas", lambdas)
+    if lam.ndim != 1 or lam.size == 0 or not np.all(lam > 0):
+        raise ValueError("lambdas must be a non-empty 1-d array of positive variances")
+    W, U = check_array("W", W), check_array("U", U)
     d = lam.size
     if W.ndim != 2 or U.shape != (W.shape[1], d) or W.shape[0] != d:
         raise ValueError(f"W must be (d, k) and U (k, d) with d = {d}, got {W.shape} and {U.shape}")
+    check_allocation("draws × batch_size × d (the minibatches)", draws * batch_size * d)
+    check_allocation("draws × d × d (the minibatch covariances)", draws * d * d)
     rng = make_rng(seed)
     x = rng.standard_normal((draws, batch_size, d)) * np.sqrt(lam)
     sig = np.swapaxes(x, 1, 2) @ x / batch_size
@@ -190,16 +221,25 @@ def ae_one_step_charges(W, U, lambdas, *, eta: float, batch_size: int, draws: in
     gW, gU = ms @ U.T, W.T @ ms
     W1, U1 = W - eta * gW, U - eta * gU
     q0 = W.T @ W - U @ U.T
-    return np.swapaxes(W1, 1, 2) @ W1 - U1 @ np.swapaxes(U1, 1, 2) - q0
+    with np.errstate(over="ignore", invalid="ignore"):
+        return finite_result("ae_one_step_charges", np.swapaxes(W1, 1, 2) @ W1 - U1 @ np.swapaxes(U1, 1, 2) - q0)
 
 
 def balance_charges(ws) -> list:
     """``C_k = W_{k+1}ᵀ W_{k+1} − W_k W_kᵀ`` for a list of layers (batched over leading axes);
     all zero on the balanced variety of the DLN paper."""
-    if not isinstance(ws, (list, tuple)) or len(ws) < 2:
-        raise ValueError("ws must be a list of at least 2 matrices")
-    ws = [np.asarray(w, dtype=float) for w in ws]
-    return [np.swapaxes(ws[k + 1], -1, -2) @ ws[k + 1] - ws[k] @ np.swapaxes(ws[k], -1, -2) for k in range(len(ws) - 1)]
+    ws = _matrices("ws", ws, ndim=None)
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = [
+                np.swapaxes(ws[k + 1], -1, -2) @ ws[k + 1] - ws[k] @ np.swapaxes(ws[k], -1, -2)
+                for k in range(len(ws) - 1)
+            ]
+    except ValueError:
+        raise ValueError(
+            f"ws must be consecutive layers (W_(k+1) takes W_k's output), got shapes {[w.shape for w in ws]}"
+        ) from None
+    return finite_result("balance_charges", out)
 
 
 def _product(ws):
@@ -220,14 +260,22 @@ def dln_gradient_flow(ws0, target, times, *, rtol: float = 1e-11, atol: float = 
     -------
     list of numpy.ndarray
         The layers at each time, each of shape ``(T, d_out, d_in)``.
-    """
-    from scipy.integrate import solve_ivp
 
+    Raises
+    ------
+    ValueError
+        For bad arguments (the message names them), and when the state leaves the float64 range or
+        the horizon needs more than :data:`MAX_FLOW_EVALUATIONS` evaluations of the vector field.
+    """
     ws0 = _matrices("ws0", ws0)
-    target = np.asarray(target, dtype=float)
+    for i in range(1, len(ws0)):
+        if ws0[i].shape[1] != ws0[i - 1].shape[0]:
+            raise ValueError(f"ws0[{i}] must take ws0[{i - 1}]'s output: shapes {[w.shape for w in ws0]}")
+    target = check_array("target", target)
     if target.shape != (ws0[-1].shape[0], ws0[0].shape[1]):
         raise ValueError(f"target must have the shape of W_N ⋯ W_1, {(ws0[-1].shape[0], ws0[0].shape[1])}")
-    times = np.asarray(times, dtype=float)
+    times = check_array("times", times)
+    rtol, atol = check_tolerance("rtol", rtol), check_tolerance("atol", atol)
     if times.ndim != 1 or times.size == 0 or np.any(times < 0) or np.any(np.diff(times) < 0):
         raise ValueError("times must be a non-empty, non-decreasing 1-d array of times >= 0")
     shapes = [w.shape for w in ws0]
@@ -247,10 +295,22 @@ def dln_gradient_flow(ws0, target, times, *, rtol: float = 1e-11, atol: float = 
         return np.concatenate(grads)
 
     y0 = np.concatenate([w.ravel() for w in ws0])
-    sol = solve_ivp(rhs, (0.0, float(times[-1])), y0, t_eval=times, method="DOP853", rtol=rtol, atol=atol)
-    if not sol.success:
-        raise RuntimeError(f"dln_gradient_flow: the solver failed: {sol.message}")
-    return [np.stack([split(sol.y[:, j])[i] for j in range(times.size)]) for i in range(len(shapes))]
+    if times[-1] == 0:
+        ys = np.tile(y0, (times.size, 1))
+    else:  # bounded in work, refusing an overflowing state or a horizon below float64 resolution
+        with np.errstate(over="ignore", invalid="ignore"):
+            ys = solve_ivp_bounded(
+                rhs,
+                float(times[-1]),
+                y0,
+                times,
+                method="DOP853",
+                rtol=rtol,
+                atol=atol,
+                what="dln_gradient_flow",
+                max_evaluations=MAX_FLOW_EVALUATIONS,
+            )
+    return [np.stack([split(ys[j])[i] for j in range(times.size)]) for i in range(len(shapes))]
 
 
 def dln_noise_walk(ws0, *, sigma_p2: float, steps: int, replicas: int, record_every: int = 1, seed=None):
@@ -262,12 +322,15 @@ def dln_noise_walk(ws0, *, sigma_p2: float, steps: int, replicas: int, record_ev
     """
     ws0 = _matrices("ws0", ws0)
     sigma_p2 = _positive("sigma_p2", sigma_p2)
-    steps = _positive_int("steps", steps)
+    steps = _positive_int("steps", steps, maximum=MAX_STEPS)
     replicas = _positive_int("replicas", replicas)
     record_every = _positive_int("record_every", record_every)
+    c0 = np.stack(balance_charges(ws0))
+    n_rec = steps // record_every + 2
+    check_allocation("replicas × layer sizes (the walking layers)", replicas * sum(w.size for w in ws0))
+    check_allocation("records × replicas × charges (the recorded defects)", n_rec * replicas * c0.size)
     rng = make_rng(seed)
     ws = [np.broadcast_to(w, (replicas,) + w.shape).copy() for w in ws0]
-    c0 = np.stack(balance_charges(ws0))
     sd = np.sqrt(sigma_p2)
     rec_steps, recs = [0], [np.zeros((replicas,) + c0.shape)]
     for t in range(1, steps + 1):
@@ -297,9 +360,11 @@ def dln_noise_defect_theory(ws0, sigma_p2: float, t) -> np.ndarray:
     if any(w.shape != (d, d) for w in ws0):
         raise ValueError("ws0 must be square d×d layers of one size (the DLN paper's network)")
     s2 = _positive("sigma_p2", sigma_p2)
-    t = np.atleast_1d(np.asarray(t, dtype=float))
-    if np.any(t < 0):
-        raise ValueError("t must be >= 0")
-    norms = np.array([(w * w).sum() for w in ws0])
-    pair = norms[1:] + norms[:-1]
-    return 2.0 * s2 * (d + 1) * t[:, None] * (pair[None, :] + s2 * d * d * t[:, None])
+    t = np.atleast_1d(check_array("t", t))
+    if t.ndim != 1 or np.any(t < 0):
+        raise ValueError(f"t must be a number or 1-d array of step counts >= 0, got shape {t.shape}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        norms = np.array([(w * w).sum() for w in ws0])
+        pair = norms[1:] + norms[:-1]
+        out = 2.0 * s2 * (d + 1) * t[:, None] * (pair[None, :] + s2 * d * d * t[:, None])
+    return finite_result("dln_noise_defect_theory", out)

@@ -18,18 +18,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..validation import check_array, check_real, finite_result
+
 __all__ = ["mean_ci", "difference_ci", "verdict", "cosine_mutual_knn", "noether_defect"]
 
 
 def _sample(name, values) -> np.ndarray:
-    x = np.asarray(values, dtype=float).ravel()
+    x = check_array(name, values, finite=False).ravel()
     if x.size < 2 or not np.all(np.isfinite(x)):
         raise ValueError(f"{name} must hold at least 2 finite values (one per replica), got {x.size}")
     return x
 
 
 def _level(level) -> float:
-    level = float(level)
+    level = check_real("level", level)
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must lie in (0, 1), got {level!r}")
     return level
@@ -37,25 +39,30 @@ def _level(level) -> float:
 
 def mean_ci(values, level: float = 0.95) -> tuple[float, float, float]:
     """Mean over replicas and its Student-t confidence interval: ``(mean, low, high)``."""
-    from scipy import stats
-
     x = _sample("values", values)
     level = _level(level)
-    half = stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / np.sqrt(x.size)
-    m = float(x.mean())
-    return m, m - float(half), m + float(half)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sd, m = x.std(ddof=1), float(x.mean())
+    finite_result("mean_ci", (sd, m))
+    from scipy import stats  # after the checks: its import takes seconds on a busy machine
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        half = stats.t.ppf(0.5 + level / 2, x.size - 1) * sd / np.sqrt(x.size)
+        return finite_result("mean_ci", (m, m - float(half), m + float(half)))
 
 
 def difference_ci(a, b, level: float = 0.95) -> tuple[float, float, float]:
     """``mean(a) − mean(b)`` over independent replicas and its Welch–Satterthwaite t interval:
     ``(difference, low, high)``."""
-    from scipy import stats
-
     a, b = _sample("a", a), _sample("b", b)
     level = _level(level)
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    se = np.sqrt(va + vb)
-    diff = float(a.mean() - b.mean())
+    from scipy import stats
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+        se = np.sqrt(va + vb)
+        diff = float(a.mean() - b.mean())
+    finite_result("difference_ci", (va, vb, diff))
     if se == 0:
         return diff, diff, diff
     dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
@@ -65,7 +72,11 @@ def difference_ci(a, b, level: float = 0.95) -> tuple[float, float, float]:
 
 def verdict(low: float, high: float, *, above: str, below: str) -> str:
     """``above`` when the interval lies above 0, ``below`` when below, else "not decided at this size"."""
-    if not (np.isfinite(low) and np.isfinite(high)) or low > high:
+    low, high = check_real("low", low), check_real("high", high)
+    for name, text in (("above", above), ("below", below)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a string (the verdict's words), got {type(text).__name__}")
+    if low > high:
         raise ValueError(f"low and high must be finite with low <= high, got {low!r}, {high!r}")
     if low > 0:
         return above
@@ -83,7 +94,7 @@ def cosine_mutual_knn(h1, h2, k: int = 10) -> float:
     """
     from .alignment import mutual_knn
 
-    h1, h2 = np.asarray(h1, dtype=float), np.asarray(h2, dtype=float)
+    h1, h2 = check_array("h1", h1), check_array("h2", h2)
     if h1.ndim != 2 or h2.ndim != 2 or h1.shape[0] != h2.shape[0]:
         raise ValueError(f"h1 and h2 must be 2-d with the same number of rows, got {h1.shape} and {h2.shape}")
 
@@ -116,10 +127,12 @@ def noether_defect(X, W, U, activation: str) -> np.ndarray:
     -------
     numpy.ndarray, shape (R, k)
     """
-    X = np.asarray(X, dtype=float)
-    W, U = np.asarray(W, dtype=float), np.asarray(U, dtype=float)
+    X = check_array("X", X)
+    W, U = check_array("W", W), check_array("U", U)
     if X.ndim != 2 or W.ndim != 3 or U.shape != (W.shape[0], W.shape[2], X.shape[1]) or W.shape[1] != X.shape[1]:
         raise ValueError(f"X must be (n, d), W (R, d, k) and U (R, k, d), got {X.shape}, {W.shape}, {U.shape}")
+    if X.shape[0] == 0:
+        raise ValueError("X must hold at least one sample (row)")
     if activation == "linear":
         return np.zeros((W.shape[0], W.shape[2]))
     if activation == "relu":
@@ -128,6 +141,8 @@ def noether_defect(X, W, U, activation: str) -> np.ndarray:
         phi, dphi = np.tanh, (lambda z: 1.0 - np.tanh(z) ** 2)
     else:
         raise ValueError(f"activation must be one of ('linear', 'relu', 'tanh'), got {activation!r}")
-    z = U @ X.T  # (R, k, n)
-    r = W @ phi(z) - X.T[None]  # (R, d, n)
-    return np.mean((np.swapaxes(W, 1, 2) @ r) * (phi(z) - z * dphi(z)), axis=-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = U @ X.T  # (R, k, n)
+        r = W @ phi(z) - X.T[None]  # (R, d, n)
+        out = np.mean((np.swapaxes(W, 1, 2) @ r) * (phi(z) - z * dphi(z)), axis=-1)
+    return finite_result("noether_defect", out)
