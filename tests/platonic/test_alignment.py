@@ -42,11 +42,12 @@ def test_train_sgd_samples_linear_matches_population_sgd_statistics(small_pair):
 @pytest.mark.parametrize("eta,noise", [(0.001, 0.01), (0.001, 2.0), (0.03, 0.01), (0.03, 2.0), (0.01, 0.5)])
 def test_explorer_never_raises_in_its_box(eta, noise):
     out = pl.explore_alignment(eta, noise, steps=3000, seeds=2)
-    assert out["diverged"].shape == (1,)
+    assert out["diverged"].shape == (1,) and out["final_seeds"].shape == (1, 2)
     if out["diverged"][0]:
-        assert "diverged" in out["message"] and np.isnan(out["final"][0])
+        assert "diverged" in out["message"] and np.isnan(out["final"][0]) and np.isnan(out["final_seeds"]).all()
     else:
         assert 0.5 < out["final"][0] <= 1.0 + 1e-12
+        assert out["final"][0] == pytest.approx(out["final_seeds"][0].mean(), rel=1e-14)  # per seed, then the mean
 
 
 def test_explorer_rejects_settings_outside_its_box():

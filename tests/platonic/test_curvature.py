@@ -44,3 +44,25 @@ def test_loss_hessian_and_trace_identity():
         pl.loss_hessian(net_a, iso, [a[None] for a in w])
     with pytest.raises(ValueError, match="step"):
         pl.loss_hessian(net_a, iso, w, step=0.0)
+
+
+def test_flow_to_minimum_doubles_the_horizon_until_the_loss_is_minimal():
+    """flow_to_minimum doubles t_end until every replica's L − tr Σε ≤ tol: from a horizon far too
+    short it reaches the criterion after some doublings, and the replicas are those of
+    gradient_flow run one at a time to the same horizon (identical records). With no doubling
+    allowed it returns the short horizon unconverged. Bad input is refused."""
+    task = pl.random_task(1, n=3, m=3, noise=0.5)
+    net = pl.random_edln(2, 3, 3, (3,))
+    w0 = pl.init_weights(net, 3, replicas=2)
+    tr = np.trace(task.sigma_eps)
+    res = pl.flow_to_minimum(net, task, w0, t_end=0.5, tol=1e-8, doublings=12, n_records=5)
+    assert res.params["doublings"] > 0 and (res.loss[-1] - tr).max() <= 1e-8
+    assert res.params["t_end"] == 0.5 * 2 ** res.params["doublings"]
+    one = pl.gradient_flow(net, task, [w[1:2] for w in w0], t_end=res.params["t_end"], n_records=5)
+    assert np.array_equal(one.kernels[:, 0], res.kernels[:, 1]) and np.array_equal(one.weights[0][0], res.weights[0][1])
+    short = pl.flow_to_minimum(net, task, w0, t_end=0.01, tol=1e-8, doublings=0)
+    assert short.params["t_end"] == 0.01 and (short.loss[-1] - tr).max() > 1e-8
+    for kw in (dict(t_end=0.0), dict(tol=0.0), dict(doublings=-1), dict(n_records=0)):
+        args = dict(t_end=1.0) | kw
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            pl.flow_to_minimum(net, task, w0, **args)

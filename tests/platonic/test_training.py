@@ -167,3 +167,24 @@ def test_slow_time_and_alignment_deficit(small_pair):
         r.alignment_deficit(np.eye(4))
     with pytest.raises(ValueError, match="power"):
         r.slow_time(1.0, power=3)
+
+
+def test_converge_entropic_stops_when_the_kernels_stop_moving():
+    """converge_entropic runs L + γS until no normalised kernel entry moves by tol over a chunk: the
+    returned change is below tol, the steps are a multiple of the chunk, and one more chunk from the
+    returned weights moves no entry by tol or more. A cap too small to converge returns a change
+    above tol (the caller checks it); bad input is refused."""
+    task = pl.random_task(1, n=3, m=3, noise=0.5)
+    net = pl.random_edln(2, 3, 3, (3,))
+    w0 = pl.init_weights(net, 3, replicas=2, scale=0.5)
+    w, k, steps, change = pl.converge_entropic(net, task, w0, gamma=0.01, lr=0.005, chunk=500, tol=1e-4, max_chunks=60)
+    assert change < 1e-4 and steps % 500 == 0 and steps >= 1000
+    assert np.allclose(k, pl.hidden_kernels(net, w, normalize=True))
+    more = pl.train_gd(net, task, w, lr=0.005, steps=500, gamma=0.01, record_every=500).weights
+    assert np.abs(pl.hidden_kernels(net, more, normalize=True) - k).max() < 1e-4
+    _, _, steps2, change2 = pl.converge_entropic(net, task, w0, gamma=0.01, lr=0.005, chunk=10, tol=1e-12, max_chunks=2)
+    assert steps2 == 20 and change2 >= 1e-12
+    for kw in (dict(gamma=0.0), dict(chunk=0), dict(tol=-1.0), dict(max_chunks=1)):
+        args = dict(gamma=0.01, lr=0.005, chunk=500, tol=1e-4, max_chunks=10) | kw
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            pl.converge_entropic(net, task, w0, **args)

@@ -50,6 +50,9 @@ Contents
     (optionally split into chunks on its thread pool).
 :func:`gradient_flow`, :func:`loss_hessian`, :func:`sharpness_and_trace`, :func:`hessian_trace_at_minimum`
     The continuous-time control (an ODE solver) and the curvature of ``L`` anywhere.
+:func:`flow_to_minimum`, :func:`converge_entropic`
+    Gradient flow and gradient descent on ``L + γS`` run to a stated convergence criterion
+    (excess loss; kernels that stop moving) instead of a fixed horizon.
 :func:`linear_cka`, :func:`gram_alignment`, :func:`mutual_knn`, :func:`representations`
     The sample-level alignment metrics of the representation-similarity literature.
 :func:`train_sgd_samples`, :func:`explore_alignment`
@@ -64,7 +67,7 @@ from __future__ import annotations
 
 from ..rng import make_rng  # noqa: F401  (the old module's namespace held it; pages and tests use pl.make_rng)
 from .alignment import explore_alignment, representations, train_sgd_samples
-from .curvature import gradient_flow, hessian_trace_at_minimum, loss_hessian, sharpness_and_trace
+from .curvature import flow_to_minimum, gradient_flow, hessian_trace_at_minimum, loss_hessian, sharpness_and_trace
 from .kernel import alignment_matrix, joint_alignment, kernel_alignment, platonic_kernel
 from .linalg import DivergenceError, random_invertible, random_orthogonal, random_spd, sqrtm_psd
 from .metrics import gram_alignment, linear_cka, mutual_knn
@@ -96,7 +99,15 @@ from .population import (
 from .samples import autograd_sample_gradients, entropy_term_mc, per_sample_gradients, sample_data
 
 # private names that tests and benchmarks reach for, kept at the old path
-from .training import _COMPILED_SGD, TrainResult, _edln_sgd_block, _PlatonicModel, train_gd, train_sgd  # noqa: F401
+from .training import (  # noqa: F401
+    _COMPILED_SGD,
+    TrainResult,
+    _edln_sgd_block,
+    _PlatonicModel,
+    converge_entropic,
+    train_gd,
+    train_sgd,
+)
 
 __all__ = [
     "platonic_kernel",
@@ -140,6 +151,8 @@ __all__ = [
     "train_gd",
     "train_sgd",
     "gradient_flow",
+    "flow_to_minimum",
+    "converge_entropic",
     "loss_hessian",
     "sharpness_and_trace",
     "hessian_trace_at_minimum",

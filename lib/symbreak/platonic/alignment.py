@@ -218,8 +218,9 @@ def explore_alignment(
     dict
         ``eta`` (array), ``steps`` (record steps), ``alignment`` (records × len(eta) × seeds; NaN for
         a diverged learning rate), ``final`` (per ``eta``: mean over seeds of the alignment of the
-        kernels averaged over the last quarter; NaN if diverged), ``diverged`` (bool per ``eta``),
-        ``message`` (str, empty when nothing diverged).
+        kernels averaged over the last quarter; NaN if diverged), ``final_seeds`` (the same per
+        ``eta`` and seed, ``len(eta) × seeds``: for a standard error over the seeds), ``diverged``
+        (bool per ``eta``), ``message`` (str, empty when nothing diverged).
     """
     etas = np.atleast_1d(np.asarray(eta, dtype=float))
     if etas.ndim != 1 or etas.size == 0:
@@ -255,7 +256,7 @@ def explore_alignment(
         )
         al = kernel_alignment(res.kernels, k_star, metric=task.sigma_x).mean(-1)
         fin = kernel_alignment(res.window_kernels(0.25), k_star, metric=task.sigma_x).mean(-1)
-        return al.reshape(al.shape[0], lrs.size, seeds), fin.reshape(lrs.size, seeds).mean(1)
+        return al.reshape(al.shape[0], lrs.size, seeds), fin.reshape(lrs.size, seeds)
 
     try:
         al, fin = run(etas)
@@ -263,7 +264,7 @@ def explore_alignment(
         messages = []
     except DivergenceError:  # isolate the learning rates that diverge
         al = np.full((grid.size, etas.size, seeds), np.nan)
-        fin = np.full(etas.size, np.nan)
+        fin = np.full((etas.size, seeds), np.nan)
         diverged = np.zeros(etas.size, dtype=bool)
         messages = []
         for j, e in enumerate(etas):
@@ -273,7 +274,15 @@ def explore_alignment(
             except DivergenceError as err:
                 diverged[j] = True
                 messages.append(f"SGD diverged at η = {e:g}, noise = {noise:g}: {err}")
-    return dict(eta=etas, steps=grid, alignment=al, final=fin, diverged=diverged, message="\n".join(messages))
+    return dict(
+        eta=etas,
+        steps=grid,
+        alignment=al,
+        final=fin.mean(1),
+        final_seeds=fin,
+        diverged=diverged,
+        message="\n".join(messages),
+    )
 
 
 # names from later modules of this package, imported last so that the import cycle resolves

@@ -18,7 +18,7 @@ from .minima import _stack
 from .model import EDLN, Task, _check_net
 from .population import _entropy_and_loss_gradients, _forward
 
-__all__ = ["gradient_flow", "loss_hessian", "sharpness_and_trace", "hessian_trace_at_minimum"]
+__all__ = ["gradient_flow", "flow_to_minimum", "loss_hessian", "sharpness_and_trace", "hessian_trace_at_minimum"]
 
 # ----------------------------------------------------------------------------------------------
 # Controls, curvature, the field's metrics, sample-level training and the explorer
@@ -113,6 +113,71 @@ def gradient_flow(
         np.stack(ss),
         final,
         params=dict(method="flow", t_end=t_end, nfev=int(nfev[0]), rtol=rtol, atol=atol),
+    )
+
+
+def flow_to_minimum(
+    net: EDLN, task: Task, weights, *, t_end: float, tol: float = 1e-8, doublings: int = 3, n_records: int = 40
+) -> TrainResult:
+    """Gradient flow run to a stated convergence criterion instead of a fixed horizon.
+
+    Each replica is integrated as its own LSODA system (:func:`gradient_flow`), so that one slow
+    replica does not set the steps of all, to the horizon ``t_end·2^j`` with the smallest
+    ``j ≤ doublings`` at which every replica's excess loss ``L − tr Σε`` (the minimal population
+    loss of the chapter's EDLN, P-Eq. 4) is at most ``tol``. How long the flow takes to reach a
+    global minimum depends on the initialisation and on the task, so a fixed horizon stops some
+    draws early.
+
+    Parameters
+    ----------
+    net, task, weights :
+        As in :func:`gradient_flow` (``weights`` stacked ``(R, d_out, d_in)`` or single).
+    t_end : float
+        First horizon (> 0); doubled until the criterion holds.
+    tol : float
+        Largest excess loss ``L − tr Σε`` accepted at the end (> 0).
+    doublings : int
+        Most doublings of the horizon (≥ 0); the last horizon is returned whether or not the
+        criterion holds (the caller checks ``loss[-1]``).
+    n_records : int
+        Records per replica (≥ 1).
+
+    Returns
+    -------
+    TrainResult
+        The replicas' records side by side (``steps`` are the record times of the last horizon);
+        ``params`` holds ``method='flow'``, the horizon reached ``t_end``, the number of
+        doublings ``doublings`` and the total ``nfev``.
+
+    Examples
+    --------
+    >>> from symbreak import platonic as pl
+    >>> task = pl.random_task(1, n=3, m=3, noise=0.5)
+    >>> net = pl.random_edln(2, 3, 3, (3,))
+    >>> res = pl.flow_to_minimum(net, task, pl.init_weights(net, 3, replicas=2), t_end=20.0)
+    >>> bool((res.loss[-1] - np.trace(task.sigma_eps)).max() <= 1e-8)
+    True
+    """
+    net.check_task(task)
+    ws, sq = _stack(net, weights)
+    t_end = check_positive("t_end", t_end)
+    tol = check_positive("tol", tol)
+    doublings = check_int("doublings", doublings, minimum=0)
+    n_records = check_int("n_records", n_records, minimum=1)
+    tr_eps = float(np.trace(task.sigma_eps))
+    for j in range(doublings + 1):
+        horizon = t_end * 2**j
+        runs = [
+            gradient_flow(net, task, [w[r : r + 1] for w in ws], t_end=horizon, n_records=n_records)
+            for r in range(ws[0].shape[0])
+        ]
+        if max(run.loss[-1, 0] for run in runs) - tr_eps <= tol:
+            break
+    return TrainResult(
+        runs[0].steps,
+        *(np.concatenate([getattr(x, a) for x in runs], axis=1) for a in ("kernels", "loss", "entropy")),
+        [np.concatenate([x.weights[k] for x in runs]) for k in range(net.depth)],
+        params=dict(method="flow", t_end=horizon, doublings=j, nfev=sum(x.params["nfev"] for x in runs)),
     )
 
 

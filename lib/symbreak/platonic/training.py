@@ -27,9 +27,9 @@ from .kernel import kernel_alignment
 from .linalg import _t, _tr
 from .minima import _stack
 from .model import EDLN, Task, _check_net
-from .population import _entropy_and_loss_gradients, _layer_terms, _minibatch_gradient, _residual_parts
+from .population import _entropy_and_loss_gradients, _layer_terms, _minibatch_gradient, _residual_parts, hidden_kernels
 
-__all__ = ["TrainResult", "train_gd", "train_sgd"]
+__all__ = ["TrainResult", "converge_entropic", "train_gd", "train_sgd"]
 
 # ----------------------------------------------------------------------------------------------
 # Trainers
@@ -682,3 +682,68 @@ def train_sgd(
     )
     res.params = params
     return res
+
+
+def converge_entropic(
+    net: EDLN, task: Task, weights, *, gamma: float, lr: float, chunk: int, tol: float, max_chunks: int
+) -> tuple:
+    """Gradient descent on ``L + γS`` at fixed ``γ``, run in chunks until the kernels stop moving.
+
+    P-Theorem 1 concerns the minimiser of ``L + γS`` (``S`` of P-Eq. 12) as ``γ → 0⁺``; gradient
+    descent moves along the symmetry orbits at a rate proportional to ``γ``, so a fixed step count
+    stops at a distance from the minimiser that depends on the initialisation. This runs
+    :func:`train_gd` for ``chunk`` steps at a time until no entry of any normalised hidden kernel
+    ``K/‖K‖`` of any replica changes by ``tol`` or more over a chunk, or ``max_chunks`` chunks have
+    run (the caller checks the returned change against ``tol``).
+
+    Parameters
+    ----------
+    net, task, weights :
+        As in :func:`train_gd`.
+    gamma : float
+        Entropic coefficient ``γ`` (> 0).
+    lr : float
+        Learning rate (> 0).
+    chunk : int
+        Steps between two comparisons of the kernels (≥ 1).
+    tol : float
+        Largest change of a normalised kernel entry over a chunk at convergence (> 0).
+    max_chunks : int
+        Most chunks (≥ 2: the first change is measured after the second chunk).
+
+    Returns
+    -------
+    weights : list of numpy.ndarray
+        Final weights, stacked ``(R, d_out, d_in)``.
+    kernels : numpy.ndarray, shape (R, D-1, n, n)
+        Normalised hidden kernels at the end.
+    steps : int
+        Steps run.
+    change : float
+        Largest change of a normalised kernel entry over the last chunk (``< tol`` when converged).
+
+    Examples
+    --------
+    >>> from symbreak import platonic as pl
+    >>> task = pl.random_task(1, n=3, m=3, noise=0.5)
+    >>> net = pl.random_edln(2, 3, 3, (3,))
+    >>> w, k, steps, change = pl.converge_entropic(net, task, pl.init_weights(net, 3, replicas=2, scale=0.5), gamma=0.01,
+    ...                                            lr=0.005, chunk=500, tol=1e-4, max_chunks=60)
+    >>> bool(change < 1e-4)
+    True
+    """
+    gamma = check_positive("gamma", gamma)
+    lr = check_positive("lr", lr)
+    chunk = check_int("chunk", chunk, minimum=1)
+    tol = check_positive("tol", tol)
+    max_chunks = check_int("max_chunks", max_chunks, minimum=2)
+    prev, change = None, np.inf
+    for n_chunks in range(1, max_chunks + 1):
+        weights = train_gd(net, task, weights, lr=lr, steps=chunk, gamma=gamma, record_every=chunk).weights
+        k = hidden_kernels(net, weights, normalize=True)
+        if prev is not None:
+            change = float(np.abs(k - prev).max())
+            if change < tol:
+                break
+        prev = k
+    return weights, k, n_chunks * chunk, change
