@@ -251,3 +251,52 @@ def test_a_prf_ref_is_not_preceded_by_its_own_label():
     ]
     assert bad == [], "\n".join(bad)
     assert DOUBLED_LABEL.search("and Theorem {prf:ref}`ae-thm-psd` applies")
+
+
+HIDDEN_TAGS = ("hide-input", "remove-input", "hide-cell", "remove-cell")
+CELL_WITH_OPTIONS = re.compile(r"^```\{code-cell\}[^\n]*\n((?::[^\n]*\n)*)(.*?)^```", re.S | re.M)
+
+
+def visible_ledger_calls(md: pathlib.Path) -> list[str]:
+    """The ledger calls of ``md`` in code cells a reader sees without a click (no hide-input tag)."""
+    out = []
+    text = md.read_text(encoding="utf-8")
+    for m in CELL_WITH_OPTIONS.finditer(text):
+        if any(tag in m.group(1) for tag in HIDDEN_TAGS):
+            continue
+        src = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in m.group(2).splitlines())
+        line0 = text.count("\n", 0, m.start(2)) + 1
+        for node in ast.walk(ast.parse(src)):
+            f = getattr(node, "func", None)
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(f, ast.Attribute)
+                and isinstance(f.value, ast.Name)
+                and f.value.id == "ledger"
+                and f.attr in LEDGER_METHODS
+            ):
+                name = md.relative_to(ROOT) if md.is_relative_to(ROOT) else md.name
+                out.append(f"{name}:{line0 + node.lineno - 1}: ledger.{f.attr}")
+    return out
+
+
+CHAPTERS_WITH_CHECK_CELLS = ("autoencoder",)
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS_WITH_CHECK_CELLS)
+def test_checks_sit_behind_a_click(chapter):
+    """The reading path: every ledger call of a chapter page sits in a check cell whose input is
+    collapsed (hide-input); the reader sees the model, the experiment, the plot, and after each
+    result the table of what was checked."""
+    found = [c for md in sorted((ROOT / "book" / chapter).glob("*.md")) for c in visible_ledger_calls(md)]
+    assert not found, "ledger calls in visible cells:\n" + "\n".join(found)
+
+
+def test_the_check_cell_guard_sees_a_visible_call(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text(
+        "```{code-cell} ipython3\nx = 1\nledger.close('a', 'Eq. 1', 's', x, 1, rtol=0.1)\n```\n\n"
+        "```{code-cell} ipython3\n:tags: [hide-input]\n\nledger.sign('b', 'Eq. 1', 's', 1.0)\n```\n"
+    )
+    found = visible_ledger_calls(page)
+    assert len(found) == 1 and found[0].endswith("ledger.close")
