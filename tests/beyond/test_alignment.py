@@ -95,3 +95,25 @@ def test_tanh_mlp_pair_and_activation_validation():
         )
     with pytest.raises(ValueError, match="activation"):
         nl.mlp_hidden(nl.init_mlp([4, 3, 2], 1), X, "gelu")
+
+
+def test_mlp_init_and_pair_training_are_replica_independent():
+    """Replica r's weights, minibatches and label noise come from its own streams: its numbers are
+    the same whether it runs alone (r = 0) or among others (issue 28)."""
+    sizes = [6, 5, 4, 3]
+    many = nl.init_mlp(sizes, 5, seed=2)
+    for one, three, w in zip(nl.init_mlp(sizes, 1, seed=2), nl.init_mlp(sizes, 3, seed=2), many):
+        assert np.array_equal(one[0], w[0]) and np.array_equal(three, w[:3])
+    assert not np.array_equal(nl.init_mlp(sizes, 1, seed=3)[0][0], many[0][0])
+    rng = np.random.default_rng(6)
+    X = rng.standard_normal((50, 6))
+    Y = np.eye(3)[(X[:, 0] > 0).astype(int) + (X[:, 1] > 0).astype(int)]
+    for batch_size in (4, None):
+        kw = dict(eta=0.05, batch_size=batch_size, steps=300, label_noise=0.5, record_every=100, seed=9)
+        runs = {
+            r: nl.train_mlp_pair(X, X[:, ::-1].copy(), Y, [6, 8, 3], [6, 7, 5, 3], replicas=r, **kw) for r in (1, 3)
+        }
+        for field in ("hidden_a", "hidden_b", "loss_a", "loss_b"):
+            a, b = getattr(runs[1], field), getattr(runs[3], field)
+            assert np.allclose(a[:, 0], b[:, 0], rtol=1e-12, atol=1e-14), field
+        assert not np.allclose(runs[3].loss_a[-1, 0], runs[3].loss_a[-1, 1])

@@ -100,3 +100,15 @@ def test_fit_lambert_rate_recovers_rate():
     assert np.isclose(c, 0.07, rtol=1e-10) and resid < 1e-10
     with pytest.raises(ValueError, match="do not grow"):
         nl.fit_lambert_rate(tau, 1.3 * np.exp(-tau / 100), 1.3)
+
+
+def test_ae_sharpness_is_replica_independent(digits):
+    """Replica r's start vector comes from its own stream: its eigenvalue estimate (here after too
+    few iterations to converge, so the start still shows) is the same alone as among others."""
+    X, _ = digits
+    X = X[:200]
+    W, U = nl.init_autoencoder(X, 3, 4, seed=3)
+    many = nl.ae_sharpness(X, W, U, "relu", iters=3, seed=7)
+    assert np.allclose(nl.ae_sharpness(X, W[:1], U[:1], "relu", iters=3, seed=7), many[:1], rtol=1e-12)
+    assert np.allclose(nl.ae_sharpness(X, W[:3], U[:3], "relu", iters=3, seed=7), many[:3], rtol=1e-12)
+    assert not np.allclose(nl.ae_sharpness(X, W, U, "relu", iters=3, seed=8), many, rtol=1e-6)

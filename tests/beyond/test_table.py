@@ -122,3 +122,24 @@ def test_noether_defect_vanishes_for_rescalable_units():
     assert np.abs(vd.noether_defect(X, W, U, "tanh")).max() > 1e-3
     with pytest.raises(ValueError, match="activation"):
         vd.noether_defect(X, W, U, "gelu")
+
+
+def test_jackknife_se_of_a_mean_and_of_a_ratio():
+    rng = np.random.default_rng(12)
+    x = rng.standard_normal(9)
+    assert np.isclose(vd.jackknife_se(np.mean, x), x.std(ddof=1) / np.sqrt(x.size))
+    # a ratio of two independent means: the delta method to first order
+    a, b = 5.0 + rng.standard_normal(400), 10.0 + rng.standard_normal(300)
+    delta = (
+        a.mean() / b.mean() * np.hypot(a.std(ddof=1) / np.sqrt(400) / a.mean(), b.std(ddof=1) / np.sqrt(300) / b.mean())
+    )
+    assert np.isclose(vd.jackknife_se(lambda p, q: p.mean() / q.mean(), a, b), delta, rtol=0.02)
+    # replicas along the first axis of a 2-D sample
+    m = rng.standard_normal((6, 3)) + np.array([0.0, 0.0, 10.0])  # the largest column never changes
+    assert np.isclose(
+        vd.jackknife_se(lambda y: y.mean(axis=0).max(), m), m[:, m.mean(0).argmax()].std(ddof=1) / np.sqrt(6)
+    )
+    with pytest.raises(ValueError, match="samples"):
+        vd.jackknife_se(np.mean, [1.0])
+    with pytest.raises(TypeError, match="callable"):
+        vd.jackknife_se("mean", x)

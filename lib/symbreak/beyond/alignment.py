@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import similarity
-from ..engine import DivergenceError, record_steps
-from ..rng import make_rng, torch_generator
+from ..engine import DivergenceError, record_steps, replica_streams
+from ..rng import make_rng
 from ..validation import (
     MAX_DRAWS,
     check_allocation,
@@ -103,6 +103,8 @@ def init_mlp(sizes, replicas: int, *, seed=None) -> list:
         ``[input, hidden_1, ..., hidden_{D-1}, output]``, at least three entries (one hidden layer).
     replicas : int
     seed : int, optional
+        Replica ``r`` draws its weights from its own stream (:func:`symbreak.engine.replica_streams`),
+        so they depend only on ``(seed, r)``, not on how many replicas are drawn.
     """
     if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__len__"):
         raise TypeError(f"sizes must be a sequence of layer widths, got {type(sizes).__name__} {sizes!r}")
@@ -111,8 +113,17 @@ def init_mlp(sizes, replicas: int, *, seed=None) -> list:
         raise ValueError(f"sizes must list input, at least one hidden width and output, got {sizes}")
     replicas = check_int("replicas", replicas, minimum=1, maximum=MAX_DRAWS)
     check_allocation("replicas × weights of the MLP", replicas * sum(i * o for i, o in zip(sizes[:-1], sizes[1:])))
-    rng = make_rng(seed)
-    return [rng.standard_normal((replicas, o, i)) * np.sqrt(2.0 / i) for i, o in zip(sizes[:-1], sizes[1:])]
+    shapes = list(zip(sizes[1:], sizes[:-1]))
+    weights = [np.empty((replicas, o, i)) for o, i in shapes]
+    # one stream per replica (engine.replica_streams): replica r's weights depend only on (seed, r),
+    # all its layers drawn in one call
+    for r, g in enumerate(replica_streams(seed, range(replicas))):
+        z = g.standard_normal(sum(o * i for o, i in shapes))
+        start = 0
+        for w, (o, i) in zip(weights, shapes):
+            w[r] = z[start : start + o * i].reshape(o, i) * np.sqrt(2.0 / i)
+            start += o * i
+    return weights
 
 
 def mlp_hidden(weights, X, activation: str = "relu") -> np.ndarray:
@@ -183,7 +194,9 @@ def train_mlp_pair(
 
     Each step draws one minibatch of sample indices per replica, shared by both networks (the two
     networks see the same data points through their own views) and fresh label noise
-    ``ε ~ N(0, label_noise² I)`` added to the targets (also shared). ``batch_size=None`` is
+    ``ε ~ N(0, label_noise² I)`` added to the targets (also shared). Every replica has its own
+    streams (initialisation, minibatches, noise: :func:`symbreak.engine.replica_streams`), so
+    replica ``r``'s run depends only on ``(seed, r)``, not on how many replicas run. ``batch_size=None`` is
     full-batch gradient descent (the label noise is still drawn, averaged over the whole set).
     Weight decay adds ``weight_decay · ‖W‖²/2`` to the loss.
 
@@ -291,7 +304,12 @@ def _train_pair(
     seeds = make_rng(seed).integers(0, 2**31, size=3)
     wa = [_tensor(w, requires_grad=True) for w in init_mlp(sizes_a, replicas, seed=int(seeds[0]))]
     wb = [_tensor(w, requires_grad=True) for w in init_mlp(sizes_b, replicas, seed=int(seeds[1]))]
-    gen = torch_generator(int(seeds[2]))
+    # one stream per replica (engine.replica_streams) for its minibatch indices and label noise:
+    # replica r's run depends only on (seed, r). Drawn for `block` steps at once, replica by replica
+    # (block sized to keep the noise buffer near 16 MiB).
+    streams = replica_streams(int(seeds[2]), range(replicas))
+    m = Y.shape[1]
+    block = int(min(256, max(1, 2**21 // (replicas * b * m))))
     ta, tb, ty = _tensor(Xa), _tensor(Xb), _tensor(Y)
 
     phi = torch.relu if activation == "relu" else torch.tanh
@@ -320,12 +338,12 @@ def _train_pair(
                 )
         if t == steps:
             break
-        if full:
-            idx = torch.arange(n).expand(replicas, n)
-        else:
-            idx = torch.randint(0, n, (replicas, b), generator=gen)
-        noise = label_noise * torch.randn((replicas, b, Y.shape[1]), generator=gen, dtype=torch.float64)
-        target = ty[idx] + noise
+        if t % block == 0:
+            if not full:
+                idx_blk = torch.from_numpy(np.stack([g.integers(0, n, size=(block, b)) for g in streams], axis=1))
+            noise_blk = torch.from_numpy(np.stack([g.standard_normal((block, b, m)) for g in streams], axis=1))
+        idx = torch.arange(n).expand(replicas, n) if full else idx_blk[t % block]
+        target = ty[idx] + label_noise * noise_blk[t % block]
         loss = (
             0.5 * ((forward(wa, ta[idx]) - target) ** 2).sum(-1).mean(-1).sum()
             + 0.5 * ((forward(wb, tb[idx]) - target) ** 2).sum(-1).mean(-1).sum()

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine import DivergenceError, record_steps, replica_streams
-from ..rng import make_rng, torch_generator
+from ..rng import make_rng
 from ..validation import check_allocation, check_array, check_choice, check_int, check_positive, finite_result
 from ._common import ACTIVATIONS, DIVERGENCE_LIMIT, _tensor, _torch
 from .synthesis import lambert_scale
@@ -226,6 +226,9 @@ def ae_sharpness(X, W, U, activation: str, *, iters: int = 60, seed=None) -> np.
     activation : {"linear", "relu", "tanh"}
     iters : int
         Power iterations (``≥ 1``).
+    seed : int, optional
+        Seed of the random start vectors, one stream per replica
+        (:func:`symbreak.engine.replica_streams`): replica ``r``'s value does not depend on the others.
     """
     torch = _torch()
     X = check_array("X", X, ndim=2)
@@ -242,9 +245,12 @@ def ae_sharpness(X, W, U, activation: str, *, iters: int = 60, seed=None) -> np.
     act = {"linear": lambda p: p, "relu": torch.relu, "tanh": torch.tanh}[activation]
     loss = 0.5 * ((Wt @ act(Ut @ xt) - xt) ** 2).sum() / n  # sum over replicas: block-diagonal Hessian
     gW, gU = torch.autograd.grad(loss, (Wt, Ut), create_graph=True)
-    gen = torch_generator(seed)
-    vW = torch.randn(W.shape, generator=gen, dtype=torch.float64)
-    vU = torch.randn(U.shape, generator=gen, dtype=torch.float64)
+    # the start vector of replica r from its own stream (engine.replica_streams): its eigenvalue
+    # depends only on (seed, r) and its weights, not on the other replicas
+    R, k = W.shape[0], W.shape[2]
+    v0 = np.stack([g.standard_normal(2 * d * k) for g in replica_streams(seed, range(R))])
+    vW = torch.from_numpy(np.ascontiguousarray(v0[:, : d * k].reshape(R, d, k)))
+    vU = torch.from_numpy(np.ascontiguousarray(v0[:, d * k :].reshape(R, k, d)))
     lam = torch.zeros(W.shape[0], dtype=torch.float64)
     for _ in range(iters):
         norm = torch.sqrt((vW**2).sum(dim=(1, 2)) + (vU**2).sum(dim=(1, 2)))[:, None, None]
