@@ -412,6 +412,12 @@ BASE = {
     "pl.entropy_term_mc": (pl.entropy_term_mc, [NET_A, TASK, WA, 0, 20], {}),
     "pl.train_gd": (pl.train_gd, [NET_A, TASK, WA], {"lr": 0.01, "steps": 4, "record_every": 2}),
     "pl.train_sgd": (pl.train_sgd, [NET_A, TASK, WA], {"lr": 0.01, "batch_size": 4, "steps": 4, "record_every": 2}),
+    "pl.flow_to_minimum": (pl.flow_to_minimum, [NET_A, TASK, WA], {"t_end": 0.5, "doublings": 0, "n_records": 2}),
+    "pl.converge_entropic": (
+        pl.converge_entropic,
+        [NET_A, TASK, WMIN],
+        {"gamma": 0.01, "lr": 1e-4, "chunk": 2, "tol": 1e-3, "max_chunks": 2},
+    ),
     "pl.TrainResult.window_kernels": (lambda f: TRRES.window_kernels(f), [0.5], {}),
     "pl.TrainResult.alignment_deficit": (lambda r: TRRES.alignment_deficit(r), [np.eye(4)], {}),
     "pl.TrainResult.slow_time": (lambda r, p: TRRES.slow_time(r, p), [0.01, 1], {}),

@@ -137,10 +137,10 @@ def flow_to_minimum(
     tol : float
         Largest excess loss ``L − tr Σε`` accepted at the end (> 0).
     doublings : int
-        Most doublings of the horizon (≥ 0); the last horizon is returned whether or not the
+        Most doublings of the horizon (0 to 30); the last horizon is returned whether or not the
         criterion holds (the caller checks ``loss[-1]``).
     n_records : int
-        Records per replica (≥ 1).
+        Records per replica (1 to 10⁶).
 
     Returns
     -------
@@ -158,12 +158,13 @@ def flow_to_minimum(
     >>> bool((res.loss[-1] - np.trace(task.sigma_eps)).max() <= 1e-8)
     True
     """
+    _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
     t_end = check_positive("t_end", t_end)
     tol = check_positive("tol", tol)
-    doublings = check_int("doublings", doublings, minimum=0)
-    n_records = check_int("n_records", n_records, minimum=1)
+    doublings = check_int("doublings", doublings, minimum=0, maximum=30)
+    n_records = check_int("n_records", n_records, minimum=1, maximum=10**6)
     tr_eps = float(np.trace(task.sigma_eps))
     for j in range(doublings + 1):
         horizon = t_end * 2**j

@@ -732,6 +732,7 @@ def converge_entropic(
     >>> bool(change < 1e-4)
     True
     """
+    _check_net(net)
     gamma = check_positive("gamma", gamma)
     lr = check_positive("lr", lr)
     chunk = check_int("chunk", chunk, minimum=1)
