@@ -280,7 +280,7 @@ def visible_ledger_calls(md: pathlib.Path) -> list[str]:
     return out
 
 
-CHAPTERS_WITH_CHECK_CELLS = ("autoencoder",)
+CHAPTERS_WITH_CHECK_CELLS = ("autoencoder", "dln", "beyond")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS_WITH_CHECK_CELLS)
