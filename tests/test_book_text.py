@@ -262,9 +262,14 @@ def visible_ledger_calls(md: pathlib.Path) -> list[str]:
     out = []
     text = md.read_text(encoding="utf-8")
     for m in CELL_WITH_OPTIONS.finditer(text):
-        if any(tag in m.group(1) for tag in HIDDEN_TAGS):
+        options, lines = m.group(1), m.group(2).splitlines()
+        if lines and lines[0].strip() == "---":  # options as a YAML block
+            end = lines.index("---", 1)
+            options += "\n".join(lines[: end + 1])
+            lines = [""] * (end + 1) + lines[end + 1 :]
+        if any(tag in options for tag in HIDDEN_TAGS):
             continue
-        src = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in m.group(2).splitlines())
+        src = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln for ln in lines)
         line0 = text.count("\n", 0, m.start(2)) + 1
         for node in ast.walk(ast.parse(src)):
             f = getattr(node, "func", None)
