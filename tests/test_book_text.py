@@ -285,7 +285,7 @@ def visible_ledger_calls(md: pathlib.Path) -> list[str]:
     return out
 
 
-CHAPTERS_WITH_CHECK_CELLS = ("autoencoder", "dln", "beyond")
+CHAPTERS_WITH_CHECK_CELLS = ("platonic", "autoencoder", "dln", "beyond")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS_WITH_CHECK_CELLS)
