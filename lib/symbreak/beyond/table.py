@@ -265,7 +265,7 @@ def dln_gradient_flow(ws0, target, times, *, rtol: float = 1e-11, atol: float = 
     ------
     ValueError
         For bad arguments (the message names them), and when the state leaves the float64 range or
-        the horizon needs more than :data:`MAX_FLOW_EVALUATIONS` evaluations of the vector field.
+        the horizon needs more than ``MAX_FLOW_EVALUATIONS`` (5,000) evaluations of the vector field.
     """
     ws0 = _matrices("ws0", ws0)
     for i in range(1, len(ws0)):
