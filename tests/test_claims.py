@@ -532,6 +532,17 @@ def test_a_cell_shows_its_claims_as_a_table(ledger):
     assert repr(table).startswith("Checked in this cell (2 claims):")
     # the next table holds only what came after
     assert ledger.table().rows() == []
+    # a large array is shown by its size and range, never as a dict of full-precision floats
+    ledger.close(
+        "d-t4",
+        "Eq. 6",
+        "many values",
+        np.linspace(1, 2, 500) + 1e-15,
+        np.linspace(1, 2, 500),
+        rtol=1e-9,
+        evidence="independent",
+    )
+    assert ledger.table().rows()[0]["measured"] == "500 values in [1, 2]"
     assert "Checked in this cell: 1 claim, it holds" in claims.ClaimTable([ledger.claims[0]], "book/x/y")._repr_html_()
 
 

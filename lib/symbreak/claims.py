@@ -939,6 +939,8 @@ def _short_value(rec: dict, key: str) -> str:
         return "holds" if value else "does not hold"
     if isinstance(value, (int, float)):
         return f"{value:.4g}"
+    if isinstance(value, dict) and {"size", "min", "max"} <= set(value):  # a large array's summary
+        return f"{value['size']:,} values in [{value['min']:.3g}, {value['max']:.3g}]"
     if isinstance(value, list):
         flat = np.asarray(value, dtype=object).ravel()
         if flat.size and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in flat):
