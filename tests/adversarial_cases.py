@@ -1042,7 +1042,19 @@ def _probe_cases():
             lambda: engine.sample_covariance(G(), np.ones((2, 3)), 4, 2),
             (names, "factor"),
         ),
+        # ae_sharpness: a bounded number of power iterations, no empty data, no silent NaN
+        ("bae.ae_sharpness(iters=10**12)", lambda: _sharpness(iters=10**12), (names, "iters")),
+        ("bae.ae_sharpness(X empty)", lambda: _sharpness(X=np.zeros((0, 3))), (names, "X must hold")),
+        ("bae.ae_sharpness(X 1e300)", lambda: _sharpness(X=np.full((5, 3), 1e300)), (names, "ae_sharpness")),
     ]
+
+
+def _sharpness(X=None, iters=5):
+    from symbreak.beyond import autoencoders as bae
+
+    g = np.random.default_rng(0)
+    X = g.standard_normal((5, 3)) if X is None else X
+    return bae.ae_sharpness(X, g.standard_normal((1, 3, 2)), g.standard_normal((1, 2, 3)), "tanh", iters=iters, seed=1)
 
 
 ISSUE28_CASES = _issue28_cases()

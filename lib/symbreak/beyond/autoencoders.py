@@ -212,6 +212,10 @@ def train_autoencoder(
     return AERun(steps=rec, tau=rec * eta**2 / b, W=np.stack(Ws), U=np.stack(Us), loss=np.stack(losses))
 
 
+#: Most power iterations :func:`ae_sharpness` runs (each is a Hessian-vector product).
+MAX_POWER_ITERATIONS = 10_000
+
+
 def ae_sharpness(X, W, U, activation: str, *, iters: int = 60, seed=None) -> np.ndarray:
     """Largest Hessian eigenvalue of the full-data loss ``½ mean ‖W φ(Ux) − x‖²`` for each replica.
 
@@ -225,7 +229,7 @@ def ae_sharpness(X, W, U, activation: str, *, iters: int = 60, seed=None) -> np.
     U : array_like, shape (R, k, d)
     activation : {"linear", "relu", "tanh"}
     iters : int
-        Power iterations (``≥ 1``).
+        Power iterations (1 to ``MAX_POWER_ITERATIONS`` = 10,000).
     seed : int, optional
         Seed of the random start vectors, one stream per replica
         (:func:`symbreak.engine.replica_streams`): replica ``r``'s value does not depend on the others.
@@ -235,8 +239,10 @@ def ae_sharpness(X, W, U, activation: str, *, iters: int = 60, seed=None) -> np.
     W = check_array("W", W, ndim=3)
     U = check_array("U", U, ndim=3)
     check_choice("activation", activation, ACTIVATIONS)
-    iters = check_int("iters", iters, minimum=1)
+    iters = check_int("iters", iters, minimum=1, maximum=MAX_POWER_ITERATIONS)
     n, d = X.shape
+    if n < 1:
+        raise ValueError("X must hold at least one sample (row), got 0")
     if W.shape[1] != d or U.shape != (W.shape[0], W.shape[2], d):
         raise ValueError(f"W must be (R, {d}, k) and U (R, k, {d}), got {W.shape} and {U.shape}")
     xt = _tensor(X).T.unsqueeze(0).expand(W.shape[0], d, n)
@@ -258,7 +264,13 @@ def ae_sharpness(X, W, U, activation: str, *, iters: int = 60, seed=None) -> np.
         hW, hU = torch.autograd.grad((gW * vW).sum() + (gU * vU).sum(), (Wt, Ut), retain_graph=True)
         lam = (hW * vW).sum(dim=(1, 2)) + (hU * vU).sum(dim=(1, 2))
         vW, vU = hW.detach(), hU.detach()
-    return lam.detach().numpy()
+    lam = lam.detach().numpy()
+    if not np.all(np.isfinite(lam)):
+        raise ValueError(
+            "ae_sharpness: the power iteration left the float64 range (X, W or U too extreme in scale, "
+            "or a Hessian that vanishes to rounding)"
+        )
+    return lam
 
 
 def ae_drift_terms(X, W, U, activation: str):
