@@ -7,7 +7,7 @@
    scripts), which must not count, so the span's scrollWidth is not the test. */
 (function () {
   "use strict";
-  var SELECTOR = ".pst-scrollable-table-container, dl.py > dt.sig, div.highlight > pre, div.figure-scroll, " +
+  var SELECTOR = ".pst-scrollable-table-container, dl.py > dt.sig, div.highlight > pre, div.figure-scroll, div.claim-table, " +
     'div.math mjx-container[display="true"], span.math.math-scroll';
   var MATH_SLACK = 16;  // (without MathJax's container: scrollWidth beyond this counts as wider)
   function update(el) {
