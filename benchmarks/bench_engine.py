@@ -105,16 +105,23 @@ def _platonic_setup():
     return task, net
 
 
+def _platonic_tensors(task, net, dt):
+    """The Platonic workload's fixed matrices as torch tensors of dtype ``dt``: the Cholesky factor of
+    Σx, the square root of Σε, V⋆, the input and output maps, and the initial weights."""
+    t = lambda a: torch.tensor(np.asarray(a), dtype=dt)  # noqa: E731
+    fixed = (t(np.linalg.cholesky(task.sigma_x)), t(pl.sqrtm_psd(task.sigma_eps)))
+    fixed += (t(task.v_star), t(net.input_map), t(net.m_out))
+    return fixed, [t(w) for w in pl.init_weights(net, 1)]
+
+
 def naive_platonic(steps: int, dtype, threads) -> float:
     """Replica-steps/s of a plain PyTorch autograd loop training one EDLN on data points."""
     task, net = _platonic_setup()
 
     def run():
         dt = TORCH_DT[dtype]
-        t = lambda a: torch.tensor(np.asarray(a), dtype=dt)  # noqa: E731
-        lx, le = t(np.linalg.cholesky(task.sigma_x)), t(pl.sqrtm_psd(task.sigma_eps))
-        v, m_in, m_out = t(task.v_star), t(net.input_map), t(net.m_out)
-        ws = [t(w).requires_grad_(True) for w in pl.init_weights(net, 1)]
+        (lx, le, v, m_in, m_out), w0 = _platonic_tensors(task, net, dt)
+        ws = [w.requires_grad_(True) for w in w0]
         gen = torch_generator(1)
         count = [0]
 
@@ -253,10 +260,8 @@ def batched_platonic(steps: int, dtype, threads, replicas: int, kind: str) -> fl
 
     def run():
         dt = TORCH_DT[dtype]
-        t = lambda a: torch.tensor(np.asarray(a), dtype=dt)  # noqa: E731
-        lx, le = t(np.linalg.cholesky(task.sigma_x)), t(pl.sqrtm_psd(task.sigma_eps))
-        v, m_in, m_out = t(task.v_star), t(net.input_map), t(net.m_out)
-        ws = [t(w).expand(replicas, *w.shape).clone() for w in pl.init_weights(net, 1)]
+        (lx, le, v, m_in, m_out), w0 = _platonic_tensors(task, net, dt)
+        ws = [w.expand(replicas, *w.shape).clone() for w in w0]
         if kind == "autograd":
             for w in ws:
                 w.requires_grad_(True)
