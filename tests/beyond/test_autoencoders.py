@@ -287,3 +287,19 @@ def test_edge_runs_step_as_per_replica_sgd(digits):
             Wt[i] -= etas[i] * gW[0]
             Ut[i] -= etas[i] * gU[0]
     assert np.allclose(run.top_scale[-1], (Wt**2).sum(dim=1).amax(dim=1).numpy(), rtol=1e-10)
+
+
+def test_edge_runs_refuse_an_overflowing_hessian():
+    g = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="float64 range"):
+        bae.edge_of_stability_runs(
+            np.full((5, 3), 1e300),
+            g.standard_normal((1, 3, 2)),
+            g.standard_normal((1, 2, 3)),
+            activations=["relu"],
+            etas=[0.1],
+            batch_size=2,
+            steps=3,
+        )
+    with pytest.raises(ValueError, match="float64 range"):
+        bae.mean_square_edge(np.full((5, 3), 1e300), 4)

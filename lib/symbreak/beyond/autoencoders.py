@@ -529,7 +529,9 @@ def _lanczos(curv, vW, vU, m):
     if n_ > 1:
         off = torch.stack(betas[: n_ - 1], dim=1)
         T = T + torch.diag_embed(off, offset=1) + torch.diag_embed(off, offset=-1)
-    evals, evecs = torch.linalg.eigh(torch.nan_to_num(T, nan=0.0, posinf=0.0, neginf=0.0))
+    bad = ~torch.isfinite(T).all(dim=2).all(dim=1)  # a frozen replica, or one whose Hessian overflows
+    evals, evecs = torch.linalg.eigh(torch.where(bad[:, None, None], torch.zeros_like(T), T))
+    evals = torch.where(bad[:, None], torch.full_like(evals, float("nan")), evals)
     top = evecs[:, :, -1]  # (R, n_)
     vec = torch.einsum("rjp,rj->rp", torch.stack(basis[:n_], dim=1), top)
     return evals[:, -1], vec[:, : d * k].reshape(r, d, k), vec[:, d * k :].reshape(r, k, d)
@@ -692,6 +694,11 @@ def edge_of_stability_runs(
             lam, vW, vU = _lanczos(curv, vW, vU, first_steps if j == 0 else lanczos_steps)
             hb = curv.per_sample(vW, vU)
             ok = alive.numpy()
+            if not np.all(np.isfinite(lam.numpy()[ok])):
+                raise ValueError(
+                    "edge_of_stability_runs: the Hessian's top eigenvalue left the float64 range "
+                    f"at step {t} (X, W0 or U0 too extreme in scale)"
+                )
             out["sharpness"][j, ok] = lam.numpy()[ok]
             out["loss"][j, ok] = curv.loss().numpy()[ok]
             out["top_scale"][j, ok] = (Wt * Wt).sum(dim=1).amax(dim=1).numpy()[ok]
