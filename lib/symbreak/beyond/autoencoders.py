@@ -36,6 +36,8 @@ __all__ = [
     "mean_square_edge",
     "EdgeRun",
     "edge_of_stability_runs",
+    "edge_time",
+    "edge_sweep",
     "clopper_pearson",
 ]
 
