@@ -92,8 +92,13 @@ def test_compiled_gd_agrees_with_the_numpy_step(widths, monkeypatch):
         record_every=50,
         **{k: (v[3:4] if isinstance(v, np.ndarray) else v) for k, v in kw.items()},
     )
-    group = pl.train_gd(net, task, w0, record_every=50, **kw)
+    group = pl.train_gd(net, task, w0, record_every=50, n_chunks=1, **kw)
     assert all(np.array_equal(a[0], b[3]) for a, b in zip(alone.weights, group.weights))
+    # nor on the chunks the replicas are split into (threads): the default splits this run over the cores
+    for n_chunks in (None, 2, 5):
+        split = pl.train_gd(net, task, w0, record_every=50, n_chunks=n_chunks, **kw)
+        assert all(np.array_equal(a, b) for a, b in zip(split.weights, group.weights))
+        assert np.array_equal(split.kernels, group.kernels) and np.array_equal(split.entropy, group.entropy)
 
 
 @pytest.mark.parametrize("batch", [4, 16], ids=["points", "bartlett"])

@@ -14,6 +14,7 @@ from ..engine import (
     Configuration,
     WishartBlockSampler,
     _compiled,
+    n_workers,
     record_steps,
     run_ensemble,
 )
@@ -315,6 +316,9 @@ def _edln_sgd_block(
 #: Full-batch gradient descent of :class:`_PlatonicModel` in compiled blocks (False: the batched NumPy
 #: step of :func:`symbreak.platonic.population._entropy_and_loss_gradients`, the reference).
 _COMPILED_GD = True
+#: From this many replica-steps on (about 0.1 s of the compiled step), train_gd splits its replicas over
+#: the cores by default.
+_GD_THREADED_WORK = 20_000
 
 
 def _edln_gd_block(
@@ -732,7 +736,7 @@ def train_gd(
     lr_warmup: int = 0,
     record_every: int = 100,
     divergence_limit: float = 1e6,
-    n_chunks: int = 1,
+    n_chunks: int | None = None,
 ) -> TrainResult:
     """Full-batch gradient descent on ``L + γ S + λ Σ_i ‖W_i‖²`` with exact gradients.
 
@@ -768,12 +772,13 @@ def train_gd(
     steps, record_every : int
     divergence_limit : float
         A weight magnitude above it raises :class:`~symbreak.engine.DivergenceError`.
-    n_chunks : int
+    n_chunks : int, optional
         Replicas are split into this many chunks, run concurrently on the thread pool of
         :func:`symbreak.engine.run_ensemble`. The steps are compiled (:func:`_edln_gd_block`, one
-        replica after another, without the GIL), so two chunks run on two cores; the default 1 avoids
-        the threads' overhead for the chapter's small ensembles. Results do not depend on
-        ``n_chunks`` or on the number of cores (each replica's arithmetic is its own).
+        replica after another, without the GIL), so two chunks run on two cores. Default: one chunk
+        per core (:func:`symbreak.engine.n_workers`, at most one per replica) from
+        ``_GD_THREADED_WORK`` replica-steps on, else one. Results do not depend on ``n_chunks`` or
+        on the number of cores (each replica's arithmetic is its own; tested).
 
     Returns
     -------
@@ -794,6 +799,8 @@ def train_gd(
             raise ValueError("gamma must be > 0 when gamma_final is given")
         decay = (gf / gamma) ** (1.0 / max(steps - 2 * gamma_warmup, 1))
     lr_warmup = check_int("lr_warmup", lr_warmup, minimum=0)
+    if n_chunks is None:
+        n_chunks = min(n_workers(), r) if r * steps >= _GD_THREADED_WORK else 1
     params = dict(
         method="gd",
         lr=lr,
