@@ -367,6 +367,7 @@ BASE = {
     "ae.simulate_sgd": (ae.simulate_sgd, [LAM, 2, 0.01, 8, 20], {"record_every": 10}),
     "ae.simulate_sgd_grid": (ae.simulate_sgd_grid, [LAM, 2, np.array([0.01]), np.array([8]), 0.001], {"n_records": 2}),
     "ae.SGDResult.scales": (lambda: SGDRES.scales, [], {}),
+    "ae.SGDResult.select_seeds": (lambda i: SGDRES.select_seeds(i), [slice(0, 1)], {}),
     # platonic
     "pl.sqrtm_psd": (pl.sqrtm_psd, [SPD], {}),
     "pl.random_orthogonal": (lambda n: pl.random_orthogonal(G(), n), [3], {}),

@@ -109,3 +109,23 @@ def test_small_chunks_compiled_large_chunks_numpy_same_numbers(monkeypatch, dtyp
     args = (lam, 3, np.full(40, 0.01), np.full(40, 8), init, np.float64, False)
     assert not ae._LinearModel(np.arange(40), [make_rng(i) for i in range(40)], *args).fused
     assert ae._LinearModel(np.arange(31), [make_rng(i) for i in range(31)], *args).fused
+
+
+def test_select_seeds_is_the_run_of_fewer_seeds():
+    """The first seeds of a run are the run of that many seeds with the same arguments, bit for bit
+    (each seed draws from its own stream), also with another record grid; a bad index is named."""
+    lam = ae.geometric_spectrum(8)
+    kw = dict(init="random", activation="relu", sampler="samples", record_weights=True, seed=210)
+    many = ae.simulate_sgd(lam, 3, 0.01, 8, 300, seeds=4, record_at=[0, 100, 300], **kw)
+    two = ae.simulate_sgd(lam, 3, 0.01, 8, 300, seeds=2, record_at=[0, 300], **kw)
+    sub = many.select_seeds(slice(0, 2))
+    for name in ("S", "Q", "loss", "W", "U"):
+        assert np.array_equal(getattr(sub, name)[:, [0, -1]], getattr(two, name))
+        assert getattr(sub, name).shape[0] == 2
+    assert np.array_equal(sub.steps, many.steps) and np.array_equal(sub.tau, many.tau)
+    assert np.array_equal(many.select_seeds([3, 1]).W, many.W[[3, 1]])
+    assert ae.simulate_sgd(lam, 3, 0.01, 8, 30, seeds=2).select_seeds(slice(1, 2)).W is None
+    with pytest.raises(ValueError, match="index"):
+        many.select_seeds(slice(4, 9))
+    with pytest.raises(ValueError, match="index"):
+        many.select_seeds(2)

@@ -7,7 +7,7 @@ Pages: ``book/autoencoder/index.md``, ``book/autoencoder/lambert.md``,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -61,6 +61,31 @@ class SGDResult:
     sampler: str = "wishart"
     W: np.ndarray | None = field(default=None, repr=False)  #: (seeds, R, d, k) if recorded
     U: np.ndarray | None = field(default=None, repr=False)  #: (seeds, R, k, d) if recorded
+
+    def select_seeds(self, index) -> SGDResult:
+        """The same run restricted to some of its seeds (``index``: a slice, or integer indices along the
+        seed axis), the records unchanged. Seed ``s`` of a run draws from its own stream ``(seed, s)``, so
+        the first ``n`` seeds of a run are the run of ``n`` seeds with the same arguments, bit for bit:
+        one run can serve a page's claims on two seeds and a statistic over more.
+
+        Raises
+        ------
+        ValueError
+            If ``index`` selects no seed.
+        """
+        n = self.S.shape[0]
+        try:
+            pick = np.arange(n)[index]
+        except IndexError as err:
+            raise ValueError(
+                f"index must select seeds among the {n} of the run (a slice or indices), got {index!r}: {err}"
+            ) from None
+        if np.ndim(pick) != 1 or pick.size == 0:
+            raise ValueError(
+                f"index must select at least one of the {self.S.shape[0]} seeds (a slice or indices), got {index!r}"
+            )
+        sub = lambda a: None if a is None else a[pick]  # noqa: E731
+        return replace(self, S=self.S[pick], Q=self.Q[pick], loss=self.loss[pick], W=sub(self.W), U=sub(self.U))
 
     @property
     def scales(self) -> np.ndarray:
