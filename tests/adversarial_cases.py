@@ -301,6 +301,7 @@ BASE = {
     "engine.check_divergence": (engine.check_divergence, [np.ones(2)], {"step": 1, "limit": 10.0}),
     "engine.n_workers": (engine.n_workers, [], {}),
     "engine.run_chunks": (lambda n, c: engine.run_chunks(lambda s, g: s.stop - s.start, n, n_chunks=c), [4, 2], {}),
+    "engine.concurrently": (lambda w: engine.concurrently([lambda: 1, lambda: 2], workers=w), [2], {}),
     "engine.WishartBlockSampler": (
         lambda f, b, max_steps: engine.WishartBlockSampler(f, b, max_steps=max_steps).draw(G(), 1),
         [np.ones(3), np.array([4, 8])],
