@@ -242,3 +242,22 @@ def test_converge_entropic_stops_when_the_kernels_stop_moving():
         args = dict(gamma=0.01, lr=0.005, chunk=500, tol=1e-4, max_chunks=10) | kw
         with pytest.raises(ValueError, match=next(iter(kw))):
             pl.converge_entropic(net, task, w0, **args)
+
+
+def test_trajectories_do_not_depend_on_the_divergence_check_interval(monkeypatch):
+    """The runner calls the compiled SGD and GD steps once per divergence check (``_CHECK_EVERY``
+    steps): the numbers are the same, bit for bit, with a check every 8 steps."""
+    task, net_a, net_b = pl.example_pair()
+    runs = {}
+    for every in (8, 64):
+        monkeypatch.setattr(pl.training, "_CHECK_EVERY", every)
+        w = pl.init_weights(net_b, 3, replicas=3)
+        runs[every] = [
+            pl.train_sgd(net_b, task, w, lr=0.01, batch_size=4, steps=700, seed=5, lr_warmup=100, record_every=70),
+            pl.train_gd(
+                net_b, task, w, lr=0.02, gamma=3e-3, gamma_warmup=100, steps=700, lr_warmup=300, record_every=70
+            ),
+        ]
+    for a, b in zip(runs[8], runs[64]):
+        assert all(np.array_equal(x, y) for x, y in zip(a.weights, b.weights))
+        assert np.array_equal(a.kernels, b.kernels) and np.array_equal(a.entropy, b.entropy)
