@@ -129,3 +129,26 @@ def test_select_seeds_is_the_run_of_fewer_seeds():
         many.select_seeds(slice(4, 9))
     with pytest.raises(ValueError, match="index"):
         many.select_seeds(2)
+
+
+def test_trajectories_do_not_depend_on_the_divergence_check_interval(monkeypatch):
+    """The runner calls the compiled step once per divergence check (``_CHECK_EVERY`` steps); the
+    numbers are the same, bit for bit, with a check every 8 steps: the linear model in chunks of many
+    replicas (another block size) and of few, B < d (the NumPy step), and the ReLU samples model."""
+    import symbreak.autoencoder.sgd as sgd_mod
+
+    lam = ae.geometric_spectrum(20)
+    rec = np.unique(np.geomspace(1, 600, 30).astype(int))
+    runs = {}
+    for every in (8, 64):
+        monkeypatch.setattr(sgd_mod, "_CHECK_EVERY", every)
+        runs[every] = ae.simulate_sgd_grid(
+            lam, 10, np.array([0.026, 0.02]), np.array([32, 128]), 0.01, n_records=50, seeds=24, record_weights=True, seed=47
+        ) + [
+            ae.simulate_sgd(lam, 10, 0.02, 8, 600, seeds=3, record_every=50, seed=3),
+            ae.simulate_sgd(lam, 10, 0.003, 48, 600, seeds=2, record_at=rec, init="random", activation="relu",
+                            sampler="samples", record_weights=True, seed=210),
+        ]  # fmt: skip
+    for a, b in zip(runs[8], runs[64]):
+        assert np.array_equal(a.S, b.S) and np.array_equal(a.Q, b.Q) and np.array_equal(a.loss, b.loss)
+        assert a.W is None or np.array_equal(a.W, b.W)
