@@ -781,7 +781,7 @@ def train_gd(
         A weight magnitude above it raises :class:`~symbreak.engine.DivergenceError`.
     n_chunks : int, optional
         Replicas are split into this many chunks, run concurrently on the thread pool of
-        :func:`symbreak.engine.run_ensemble`. The steps are compiled (:func:`_edln_gd_block`, one
+        :func:`symbreak.engine.run_ensemble`. The steps are compiled (``_edln_gd_block``, one
         replica after another, without the GIL), so two chunks run on two cores. Default: one chunk
         per core (:func:`symbreak.engine.n_workers`, at most one per replica) from
         ``_GD_THREADED_WORK`` replica-steps on, else one. Results do not depend on ``n_chunks`` or
