@@ -591,19 +591,11 @@ class _PlatonicModel:
     def _fuse(self):
         """Move the weights into one flat array per replica (``self.w`` become views of it) and
         take the steps by :func:`_edln_sgd_block`."""
-        net, r = self.net, len(self.w[0])
-        shapes = net.shapes
-        sizes = [a * b for a, b in shapes]
-        offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        dt = self.dtype
-        flat = np.empty((r, int(offs[-1])), dt)
-        for i, (a, (dout, din)) in enumerate(zip(self.w, shapes)):
-            flat[:, offs[i] : offs[i + 1]] = a.reshape(r, -1)
-        self.flat = flat
-        self.w = [flat[:, offs[i] : offs[i + 1]].reshape(r, *shapes[i]) for i in range(net.depth)]
-        dims = np.array((net.n,) + net.widths + (net.m,), dtype=np.int64)
+        net, dt = self.net, self.dtype
+        offs, dims = self._flatten()
+        flat = self.flat
         big, n, m, depth = int(dims.max()), net.n, net.m, net.depth
-        self.consts = (offs[:-1].copy(), dims, np.ascontiguousarray(net.input_map, dt), np.ascontiguousarray(net.m_out, dt),
+        self.consts = (offs, dims, np.ascontiguousarray(net.input_map, dt), np.ascontiguousarray(net.m_out, dt),
                        np.ascontiguousarray(self.task.v_star, dt), np.ascontiguousarray(self.lr, dt),
                        np.ascontiguousarray(self.wd, dt), self.use_wd, int(self.lr_warmup))  # fmt: skip
         self.points = self.sampler.points_only  # B < n + m: the kernel forms the moments from the points
