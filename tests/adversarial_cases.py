@@ -301,6 +301,7 @@ BASE = {
     "engine.check_divergence": (engine.check_divergence, [np.ones(2)], {"step": 1, "limit": 10.0}),
     "engine.n_workers": (engine.n_workers, [], {}),
     "engine.run_chunks": (lambda n, c: engine.run_chunks(lambda s, g: s.stop - s.start, n, n_chunks=c), [4, 2], {}),
+    "engine.concurrently": (lambda w: engine.concurrently([lambda: 1, lambda: 2], workers=w), [2], {}),
     "engine.WishartBlockSampler": (
         lambda f, b, max_steps: engine.WishartBlockSampler(f, b, max_steps=max_steps).draw(G(), 1),
         [np.ones(3), np.array([4, 8])],
@@ -367,6 +368,7 @@ BASE = {
     "ae.simulate_sgd": (ae.simulate_sgd, [LAM, 2, 0.01, 8, 20], {"record_every": 10}),
     "ae.simulate_sgd_grid": (ae.simulate_sgd_grid, [LAM, 2, np.array([0.01]), np.array([8]), 0.001], {"n_records": 2}),
     "ae.SGDResult.scales": (lambda: SGDRES.scales, [], {}),
+    "ae.SGDResult.select_seeds": (lambda i: SGDRES.select_seeds(i), [slice(0, 1)], {}),
     # platonic
     "pl.sqrtm_psd": (pl.sqrtm_psd, [SPD], {}),
     "pl.random_orthogonal": (lambda n: pl.random_orthogonal(G(), n), [3], {}),
