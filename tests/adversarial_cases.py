@@ -539,6 +539,18 @@ BASE = {
         [np.diag([2.0, 1.0]), np.array([0.0, 0.1])],
         {"N": 3, "beta": 1.0},
     ),
+    "dln.completion_task": (
+        lambda seed, d, n_missing: dln.completion_task(seed, d=d, n_missing=n_missing),
+        [0, 3, 2],
+        {},
+    ),
+    "dln.completion_low_rank_ratios": (
+        lambda target, mask, q0, alphas, t_end: dln.completion_low_rank_ratios(
+            target, mask, q0, alphas, N=3, t_end=t_end
+        ),
+        [*dln.completion_task(0, d=3, n_missing=2), np.array([1e-2]), 0.5],
+        {},
+    ),
     "dln.pair_force": (dln.pair_force, [2.0, 1.0, 3], {}),
     "dln.pair_force_asymmetry": (dln.pair_force_asymmetry, [2.0, 1.0, 3], {}),
     "dln.phi_pair": (dln.phi_pair, [2.0, 1.0, 3], {}),
