@@ -48,6 +48,22 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # representation similarity
 # ---------------------------------------------------------------------------------------------
+def _check_probe(probe, Xa, Xb):
+    """The two views of the probe samples (``(Pa, Pb)``; ``None``: the training views themselves)."""
+    if probe is None:
+        return Xa, Xb
+    if not isinstance(probe, (tuple, list)) or len(probe) != 2:
+        raise ValueError("probe must be a pair (Pa, Pb) of the two views of the probe samples")
+    pa = check_array("probe[0]", probe[0], ndim=2)
+    pb = check_array("probe[1]", probe[1], ndim=2)
+    if pa.shape[0] != pb.shape[0] or pa.shape[0] < 2 or pa.shape[1] != Xa.shape[1] or pb.shape[1] != Xb.shape[1]:
+        raise ValueError(
+            f"probe views must have the same number (>= 2) of rows and {Xa.shape[1]} and "
+            f"{Xb.shape[1]} columns, got {pa.shape} and {pb.shape}"
+        )
+    return pa, pb
+
+
 def _reps(name, H):
     H = check_array(name, H)
     if H.ndim < 2:
@@ -306,18 +322,7 @@ def _train_pair(
                 f"{name} must run from the view's {X.shape[1]} features to {Y.shape[1]} outputs "
                 f"through at least one hidden layer, got {list(sizes)}"
             )
-    if probe is None:
-        pa, pb = Xa, Xb
-    else:
-        if not isinstance(probe, (tuple, list)) or len(probe) != 2:
-            raise ValueError("probe must be a pair (Pa, Pb) of the two views of the probe samples")
-        pa = check_array("probe[0]", probe[0], ndim=2)
-        pb = check_array("probe[1]", probe[1], ndim=2)
-        if pa.shape[0] != pb.shape[0] or pa.shape[0] < 2 or pa.shape[1] != Xa.shape[1] or pb.shape[1] != Xb.shape[1]:
-            raise ValueError(
-                f"probe views must have the same number (>= 2) of rows and {Xa.shape[1]} and "
-                f"{Xb.shape[1]} columns, got {pa.shape} and {pb.shape}"
-            )
+    pa, pb = _check_probe(probe, Xa, Xb)
     rec = record_steps(steps, record_every)
     seeds = make_rng(seed).integers(0, 2**31, size=3)
     wa = [_tensor(w, requires_grad=True) for w in init_mlp(sizes_a, replicas, seed=int(seeds[0]))]
@@ -546,18 +551,7 @@ def train_pair_grid(
     rec = np.unique(check_array("record_at", record_at, ndim=1).astype(int))
     if rec.size == 0 or rec[0] < 0 or rec[-1] > steps or not np.array_equal(rec, np.unique(np.asarray(record_at))):
         raise ValueError(f"record_at must be integer steps in [0, {steps}], got {record_at!r}")
-    if probe is None:
-        pa, pb = Xa, Xb
-    else:
-        if not isinstance(probe, (tuple, list)) or len(probe) != 2:
-            raise ValueError("probe must be a pair (Pa, Pb) of the two views of the probe samples")
-        pa = check_array("probe[0]", probe[0], ndim=2)
-        pb = check_array("probe[1]", probe[1], ndim=2)
-        if pa.shape[0] != pb.shape[0] or pa.shape[0] < 2 or pa.shape[1] != Xa.shape[1] or pb.shape[1] != Xb.shape[1]:
-            raise ValueError(
-                f"probe views must have the same number (>= 2) of rows and {Xa.shape[1]} and "
-                f"{Xb.shape[1]} columns, got {pa.shape} and {pb.shape}"
-            )
+    pa, pb = _check_probe(probe, Xa, Xb)
     R = g_count * s_count
     targets = None
     if match_loss is not None:

@@ -45,6 +45,20 @@ __all__ = [
 # ---------------------------------------------------------------------------------------------
 # autoencoders
 # ---------------------------------------------------------------------------------------------
+def _check_data_and_weights(X, W0, U0):
+    """The data ``X`` (n ≥ 1 rows of d features) and stacked decoders ``W0`` (R, d, k) and encoders
+    ``U0`` (R, k, d), as float arrays, or a ``ValueError`` naming the one that does not fit."""
+    X = check_array("X", X, ndim=2)
+    n, d = X.shape
+    if n == 0:
+        raise ValueError("X must hold at least one sample (row)")
+    W = check_array("W0", W0, ndim=3)
+    U = check_array("U0", U0, ndim=3)
+    if W.shape[1] != d or U.shape != (W.shape[0], W.shape[2], d):
+        raise ValueError(f"W0 must be (R, {d}, k) and U0 (R, k, {d}), got {W.shape} and {U.shape}")
+    return X, W, U
+
+
 def _act(name, p):
     torch = _torch()
     if name == "linear":
@@ -170,14 +184,8 @@ def train_autoencoder(
         If a replica's weights leave every bounded region.
     """
     torch = _torch()
-    X = check_array("X", X, ndim=2)
+    X, W, U = _check_data_and_weights(X, W0, U0)
     n, d = X.shape
-    if n == 0:
-        raise ValueError("X must hold at least one sample (row)")
-    W = check_array("W0", W0, ndim=3)
-    U = check_array("U0", U0, ndim=3)
-    if W.shape[1] != d or U.shape != (W.shape[0], W.shape[2], d):
-        raise ValueError(f"W0 must be (R, {d}, k) and U0 (R, k, {d}), got {W.shape} and {U.shape}")
     check_choice("activation", activation, ACTIVATIONS)
     eta = check_positive("eta", eta)
     full = batch_size is None
@@ -645,14 +653,8 @@ def edge_of_stability_runs(
     EdgeRun
     """
     torch = _torch()
-    X = check_array("X", X, ndim=2)
+    X, W, U = _check_data_and_weights(X, W0, U0)
     n, d = X.shape
-    if n == 0:
-        raise ValueError("X must hold at least one sample (row)")
-    W = check_array("W0", W0, ndim=3)
-    U = check_array("U0", U0, ndim=3)
-    if W.shape[1] != d or U.shape != (W.shape[0], W.shape[2], d):
-        raise ValueError(f"W0 must be (R, {d}, k) and U0 (R, k, {d}), got {W.shape} and {U.shape}")
     r_ = W.shape[0]
     kinds = tuple(activations) if not isinstance(activations, str) else ()
     if len(kinds) != r_:
