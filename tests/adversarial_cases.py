@@ -282,6 +282,12 @@ def _tb():
     return table
 
 
+def _bae():
+    from symbreak.beyond import autoencoders
+
+    return autoencoders
+
+
 def _rl():
     from symbreak.beyond import relu
 
@@ -627,6 +633,11 @@ BASE = {
         lambda h, **kw: _tb().hessian_null_dimension(h, **kw),
         [np.diag([0.0, 1.0, 2.0])],
         {"rtol": 1e-8},
+    ),
+    "bae.dense_hessian_lambda_max": (
+        lambda x, w, u, a: _bae().dense_hessian_lambda_max(x, w, u, a),
+        [np.ones((5, 3)) * np.arange(5)[:, None], np.ones((1, 3, 2)), np.ones((1, 2, 3)), "relu"],
+        {},
     ),
     "rl.generator_first_order_closed": (
         lambda x, j, i, **kw: _rl().generator_first_order_closed(_RELU_NET(), x, j, i, **kw),
