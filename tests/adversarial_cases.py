@@ -276,6 +276,28 @@ class _Walk(Walk):
         super().__init__(reps, streams, scale=0.1)
 
 
+def _tb():
+    from symbreak.beyond import table
+
+    return table
+
+
+def _bae():
+    from symbreak.beyond import autoencoders
+
+    return autoencoders
+
+
+def _rl():
+    from symbreak.beyond import relu
+
+    return relu
+
+
+def _RELU_NET():
+    return _rl().init_relu_net(3, 2, 2, 1, seed=1)
+
+
 BASE = {
     # config / rng / validation / engine
     "config.sized": (config.sized, [10, 5], {}),
@@ -605,6 +627,23 @@ BASE = {
     "pl.EDLN.hidden_labels": (lambda: NET_A.hidden_labels(), [], {}),
     "pl.Task.data_factor": (lambda: TASK.data_factor(), [], {}),
     "pl.Task.platonic_kernel": (lambda: TASK.platonic_kernel(), [], {}),
+    # Beyond the theorems: the synthesis table's symmetry cells and the ReLU generators' closed form
+    "tb.orbit_dimension": (lambda w, **kw: _tb().orbit_dimension(w, **kw), [WMIN], {"rtol": 1e-10}),
+    "tb.hessian_null_dimension": (
+        lambda h, **kw: _tb().hessian_null_dimension(h, **kw),
+        [np.diag([0.0, 1.0, 2.0])],
+        {"rtol": 1e-8},
+    ),
+    "bae.dense_hessian_lambda_max": (
+        lambda x, w, u, a: _bae().dense_hessian_lambda_max(x, w, u, a),
+        [np.ones((5, 3)) * np.arange(5)[:, None], np.ones((1, 3, 2)), np.ones((1, 2, 3)), "relu"],
+        {},
+    ),
+    "rl.generator_first_order_closed": (
+        lambda x, j, i, **kw: _rl().generator_first_order_closed(_RELU_NET(), x, j, i, **kw),
+        [np.ones((4, 3)), 0, 1],
+        {"activation": "relu"},
+    ),
 }
 
 # targeted cases of issue 12 with their correct answers (None: must raise ValueError/TypeError)

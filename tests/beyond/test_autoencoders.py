@@ -303,3 +303,34 @@ def test_edge_runs_refuse_an_overflowing_hessian():
         )
     with pytest.raises(ValueError, match="float64 range"):
         bae.mean_square_edge(np.full((5, 3), 1e300), 4)
+
+
+def test_dense_hessian_lambda_max_matches_the_lanczos_estimate_at_the_end_weights(digits):
+    X, _ = digits
+    X = X[:200]
+    W, U = nl.init_autoencoder(X, 3, 2, seed=4)
+    run = bae.edge_of_stability_runs(
+        X,
+        W,
+        U,
+        activations=["linear", "relu"],
+        etas=[0.5, 0.5],
+        batch_size=4,
+        steps=40,
+        n_records=4,
+        n_late=2,
+        lanczos_steps=60,
+        seed=5,
+    )
+    assert run.W_end.shape == W.shape and run.U_end.shape == U.shape
+    for r, act in enumerate(("linear", "relu")):
+        dense = bae.dense_hessian_lambda_max(X, run.W_end[r : r + 1], run.U_end[r : r + 1], act)
+        assert dense.shape == (1,)
+        assert run.sharpness[-1, r] == pytest.approx(dense[0], rel=1e-8)
+    # any activation of the module
+    assert bae.dense_hessian_lambda_max(X, W, U, "tanh").shape == (2,)
+    with pytest.raises(ValueError, match="activation"):
+        bae.dense_hessian_lambda_max(X, W, U, "softplus")
+    with pytest.raises(ValueError, match="MAX_DENSE_WEIGHTS"):
+        big = np.zeros((1, 64, 40))
+        bae.dense_hessian_lambda_max(np.ones((3, 64)), big, big.transpose(0, 2, 1).copy(), "linear")

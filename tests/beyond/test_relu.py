@@ -181,3 +181,14 @@ def test_bad_shapes_and_units_are_value_errors(problem):
         rl.norm_balanced(net, ratio=-1.0)
     with pytest.raises(TypeError, match="ReluNet"):
         rl.unit_charges((net.U, net.b))
+
+
+def test_generator_first_order_closed_form_matches_central_differences(problem):
+    net, X, _ = problem
+    for j, i, act in ((1, 3, "relu"), (0, 2, "relu"), (2, 2, "relu"), (0, 1, "linear")):
+        closed = rl.generator_first_order_closed(net, X, j, i, activation=act)
+        fd = rl.generator_first_order(net, X, j, i, activation=act)
+        np.testing.assert_allclose(fd, closed, rtol=1e-4, atol=1e-8)
+    assert np.all(rl.generator_first_order_closed(net, X, 2, 2) == 0.0)
+    with pytest.raises(ValueError, match="j"):
+        rl.generator_first_order_closed(net, X, K, 0)

@@ -225,3 +225,20 @@ def test_window_means():
     assert np.allclose(sy.window_means(x, 2), [2.0, 7.0])
     with pytest.raises(ValueError, match="n_windows"):
         sy.window_means(x, 11)
+
+
+def test_parameter_noise_from_a_noiseless_minimum_adds_the_volume_term():
+    """One step of isotropic parameter noise from a minimum changes Q by σ_p²(m − 1) in expectation (the
+    book's item 3 of the knob proposition; a property of the simulator, moved here from the page), and
+    along a run the mean charge grows in both halves (the volume term is positive at every step)."""
+    m = sy.KnobModel(lam=1.0, sigma2=0.0)
+    reps = 100_000
+    w0, u0 = sy.on_manifold_point(m, 1.0, reps)
+    one = sy.simulate(m, w0, u0, eta=0.02, batch_size=1, steps=1, sigma_p2=0.1, seed=40)
+    se = one.mean_dq.std() / np.sqrt(reps)
+    assert abs(one.mean_dq.mean() - 0.1 * (m.m - 1)) < 4 * se
+    w0, u0 = sy.on_manifold_point(m, 1.0, 200)
+    run = sy.simulate(m, w0, u0, eta=0.02, batch_size=1, steps=2000, sigma_p2=1e-3, record_every=50, seed=41)
+    q = run.q.mean(axis=1)
+    half = len(q) // 2
+    assert q[half] - q[0] > 0 and q[-1] - q[half] > 0

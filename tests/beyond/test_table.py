@@ -143,3 +143,81 @@ def test_jackknife_se_of_a_mean_and_of_a_ratio():
         vd.jackknife_se(np.mean, [1.0])
     with pytest.raises(TypeError, match="callable"):
         vd.jackknife_se("mean", x)
+
+
+def test_orbit_dimension_equals_the_hessian_null_space_at_a_global_minimum():
+    task = pl.random_task(51, n=3, m=3, noise=0.5)
+    net = pl.random_edln(52, 3, 3, (4, 3))
+    w = pl.random_global_minimum(net, task, seed=53)
+    null, gap = tb.hessian_null_dimension(pl.loss_hessian(net, task, w))
+    # GL(4) acts with a stabiliser (width 4 above the rank 3 it carries): 16 + 9 − 1 = 24
+    assert tb.orbit_dimension(w) == null == 24
+    assert gap > 1e-7
+    eye = np.eye(3)
+    net_sq = pl.EDLN((3, 3), eye, eye, eye)
+    task_sq = pl.random_task(60, n=3, m=3, noise=0.5, cond_x=1.0, cond_eps=1.0)
+    w_sq = pl.random_global_minimum(net_sq, task_sq, seed=61)
+    assert tb.orbit_dimension(w_sq) == tb.hessian_null_dimension(pl.loss_hessian(net_sq, task_sq, w_sq))[0] == 18
+    # a generic point of an unconstrained layer pair: the full GL(2) acts freely
+    g = np.random.default_rng(0)
+    assert tb.orbit_dimension([g.standard_normal((2, 5)), g.standard_normal((4, 2))]) == 4
+    assert tb.hessian_null_dimension(np.diag([0.0, 1e-12, 1.0, 2.0])) == (2, 0.5)
+
+
+def test_orbit_and_null_dimension_reject_bad_input():
+    with pytest.raises(ValueError, match="weights"):
+        tb.orbit_dimension([np.ones((2, 3)), np.ones((2, 3))])
+    with pytest.raises(ValueError, match="rtol"):
+        tb.orbit_dimension([np.ones((2, 3)), np.ones((3, 2))], rtol=1.0)
+    with pytest.raises(ValueError, match="H must"):
+        tb.hessian_null_dimension(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="H must not be zero"):
+        tb.hessian_null_dimension(np.zeros((2, 2)))
+
+
+def test_the_groups_leave_each_papers_loss_unchanged():
+    """The symmetry of each column of the synthesis table, as identities (moved here from the page)."""
+    from symbreak.platonic.linalg import random_invertible, random_orthogonal
+
+    g = np.random.default_rng(50)
+    task = pl.random_task(51, n=3, m=3, noise=0.5)
+    net = pl.random_edln(52, 3, 3, (4, 3))
+    w = pl.random_global_minimum(net, task, seed=53)
+    loss = pl.population_loss(net, task, w)
+    moved = pl.population_loss(net, task, pl.symmetry_transform(w, 1, random_invertible(g, 4)))
+    assert abs(moved - loss) <= 1e-12 * loss
+    lam = ae.geometric_spectrum(6)
+    W0, U0 = 0.5 * g.standard_normal((6, 2)), 0.5 * g.standard_normal((2, 6))
+    A = random_invertible(g, 2)
+    assert ae.population_loss(W0 @ A, np.linalg.solve(A, U0), lam) == pytest.approx(
+        ae.population_loss(W0, U0, lam), rel=1e-12
+    )
+    Ws = [0.6 * g.standard_normal((3, 3)) for _ in range(3)]
+    G = random_invertible(g, 3)
+    prod = Ws[2] @ Ws[1] @ Ws[0]
+    np.testing.assert_allclose((Ws[2] @ G) @ np.linalg.solve(G, Ws[1]) @ Ws[0], prod, atol=1e-12)
+    # on the balanced variety only the orthogonal part of GL(3) keeps balance
+    frames = [random_orthogonal(g, 3) for _ in range(4)]
+    Wb = [frames[i + 1] @ np.diag(np.array([1.2, 0.9, 0.6]) ** (1 / 3)) @ frames[i].T for i in range(3)]
+    O = random_orthogonal(g, 3)
+
+    def defect(ws):
+        return max(np.abs(c).max() for c in tb.balance_charges(ws))
+
+    assert defect(Wb) < 1e-12
+    assert defect([O @ Wb[0], Wb[1] @ O.T, Wb[2]]) < 1e-12
+    assert defect([G @ Wb[0], Wb[1] @ np.linalg.inv(G), Wb[2]]) > 0.1
+
+
+def test_encoder_gradient_vanishes_on_the_pca_manifold_and_the_drift_is_positive():
+    """On the PCA manifold the encoder's minibatch gradient is zero for every minibatch and the exact
+    expected charge step is positive definite at every scale (moved here from the page)."""
+    g = np.random.default_rng(1)
+    lam = ae.geometric_spectrum(6)
+    Wp, Up = ae.pca_point([1.5, 0.8], 6)
+    x = g.standard_normal((200, 4, 6)) * np.sqrt(lam)
+    g_w, g_u = ae.minibatch_gradients(Wp, Up, np.swapaxes(x, 1, 2) @ x / 4)
+    assert np.abs(g_u).max() <= 1e-12 * np.abs(g_w).max()
+    for s in np.logspace(-1, 2, 13):
+        inc = ae.expected_charge_increment(*ae.pca_point([s, s / 2], 6), lam, 0.02, 4)
+        assert np.linalg.eigvalsh(inc).min() > 0

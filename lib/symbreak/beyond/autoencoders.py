@@ -31,6 +31,7 @@ __all__ = [
     "AERun",
     "train_autoencoder",
     "ae_sharpness",
+    "dense_hessian_lambda_max",
     "ae_drift_terms",
     "fit_lambert_rate",
     "mean_square_edge",
@@ -293,6 +294,67 @@ def ae_sharpness(X, W, U, activation: str, *, iters: int = 60, seed=None) -> np.
             "or a Hessian that vanishes to rounding)"
         )
     return lam
+
+
+#: Most weights per replica of :func:`dense_hessian_lambda_max` (it forms the full Hessian).
+MAX_DENSE_WEIGHTS = 4096
+
+
+def dense_hessian_lambda_max(X, W, U, activation: str) -> np.ndarray:
+    """Largest eigenvalue of the full Hessian of ``½ mean ‖W φ(Ux) − x‖²``, formed densely, per replica.
+
+    The Hessian of each replica's full-data loss is built by automatic differentiation
+    (``torch.autograd.functional.hessian`` on the loss written out directly, with none of the
+    closed-form Hessian–vector products of :func:`edge_of_stability_runs`) and handed to a dense
+    symmetric eigen-solver: an independent check of the Lanczos estimates. For ReLU the second
+    derivative of the activation is taken as zero, as everywhere in this module.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d)
+    W : array_like, shape (R, d, k)
+    U : array_like, shape (R, k, d)
+    activation : {"linear", "relu", "tanh"}
+
+    Returns
+    -------
+    numpy.ndarray, shape (R,)
+
+    Raises
+    ------
+    ValueError
+        For bad arguments (the message names them), more than ``MAX_DENSE_WEIGHTS`` (4,096) weights
+        per replica, or a Hessian that leaves the float64 range.
+    """
+    torch = _torch()
+    X, W, U = _check_data_and_weights(X, W, U)
+    check_choice("activation", activation, ACTIVATIONS)
+    n, d = X.shape
+    k = W.shape[2]
+    if 2 * d * k > MAX_DENSE_WEIGHTS:
+        raise ValueError(
+            f"W and U hold 2 d k = {2 * d * k} weights per replica, beyond MAX_DENSE_WEIGHTS = {MAX_DENSE_WEIGHTS}"
+        )
+    act = {"linear": lambda p: p, "relu": torch.relu, "tanh": torch.tanh}[activation]
+    xt = _tensor(X)
+
+    def loss(w, u):
+        return 0.5 * ((act(xt @ u.T) @ w.T - xt) ** 2).sum() / n
+
+    out = []
+    for r in range(W.shape[0]):
+        h = torch.autograd.functional.hessian(loss, (_tensor(W[r]), _tensor(U[r])), vectorize=True)
+        p_w, p_u = d * k, k * d
+        full = torch.cat(
+            [
+                torch.cat([h[0][0].reshape(p_w, p_w), h[0][1].reshape(p_w, p_u)], dim=1),
+                torch.cat([h[1][0].reshape(p_u, p_w), h[1][1].reshape(p_u, p_u)], dim=1),
+            ]
+        ).numpy()
+        if not np.all(np.isfinite(full)):
+            raise ValueError("dense_hessian_lambda_max: the Hessian left the float64 range (X, W or U too extreme)")
+        out.append(np.linalg.eigvalsh((full + full.T) / 2)[-1])
+    return np.array(out)
 
 
 def ae_drift_terms(X, W, U, activation: str):
@@ -565,6 +627,8 @@ class EdgeRun:
     top_scale: np.ndarray  #: (T, R) largest decoder scale ‖W_{:a}‖²
     diverged_at: np.ndarray  #: (R,) first step past the divergence limit, −1 if never
     edge_ratio: np.ndarray  #: (T, R) E h_b²/(E h_b)² of the per-sample curvatures along the top eigenvector
+    W_end: np.ndarray | None = None  #: (R, d, k) decoder weights at the last step (zero for a diverged replica)
+    U_end: np.ndarray | None = None  #: (R, k, d) encoder weights at the last step
 
     @property
     def tau(self) -> np.ndarray:
@@ -744,6 +808,8 @@ def edge_of_stability_runs(
         top_scale=out["top_scale"],
         diverged_at=diverged,
         edge_ratio=out["edge_ratio"],
+        W_end=Wt.numpy().copy(),
+        U_end=Ut.numpy().copy(),
     )
 
 

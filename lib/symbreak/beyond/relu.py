@@ -50,6 +50,7 @@ __all__ = [
     "MLPRun",
     "train_relu_net",
     "generator_first_order",
+    "generator_first_order_closed",
 ]
 
 
@@ -502,3 +503,41 @@ def generator_first_order(net: ReluNet, X, j: int, i: int, *, activation: str = 
     rms = np.sqrt((dfds**2).sum(-1).mean(-1))
     with np.errstate(invalid="ignore", divide="ignore"):
         return finite_result("generator_first_order", np.where(size > 0, rms / np.where(size > 0, size, 1.0), 0.0))
+
+
+def generator_first_order_closed(net: ReluNet, X, j: int, i: int, *, activation: str = "relu") -> np.ndarray:
+    """The closed form of :func:`generator_first_order`: ``∂f/∂s = w_j (φ'(z_j) z_i − φ(z_i))``.
+
+    Part 5 of the book's proposition on ReLU charges: along ``U → (I + sE_{ji})U``,
+    ``b → (I + sE_{ji})b``, ``W → W(I − sE_{ji})`` the output changes at first order by
+    ``w_j (𝟙[z_j > 0] z_i − relu(z_i))`` for ReLU and by ``0`` for a linear activation. Returned in
+    the units of :func:`generator_first_order` (which takes the derivative by central differences,
+    independently of this formula), ``rms_x ‖∂f/∂s‖ / (‖w_j‖ rms_x |z_i|)`` per replica.
+
+    Returns
+    -------
+    numpy.ndarray, shape (R,)
+
+    Raises
+    ------
+    ValueError
+        As :func:`generator_first_order`.
+    """
+    net = _check_net(net)
+    X = check_array("X", X, ndim=2)
+    if X.shape[1] != net.U.shape[2]:
+        raise ValueError(f"X has {X.shape[1]} features, the network expects {net.U.shape[2]}")
+    k = net.U.shape[1]
+    j = check_int("j", j, minimum=0, maximum=k - 1)
+    i = check_int("i", i, minimum=0, maximum=k - 1)
+    activation = check_choice("activation", activation, ("relu", "linear"))
+    with np.errstate(over="ignore", invalid="ignore"):
+        Z = X @ np.swapaxes(net.U, 1, 2) + net.b[:, None, :]
+        zi, zj = Z[:, :, i], Z[:, :, j]
+        change = (zj > 0) * zi - np.maximum(zi, 0.0) if activation == "relu" else np.zeros_like(zi)
+        wn2 = (net.W[:, :, j] ** 2).sum(-1)
+        size = np.sqrt(wn2 * (zi**2).mean(-1))
+        rms = np.sqrt(wn2 * (change**2).mean(-1))
+        return finite_result(
+            "generator_first_order_closed", np.where(size > 0, rms / np.where(size > 0, size, 1.0), 0.0)
+        )

@@ -8,6 +8,10 @@ packages' own functions where they exist (``symbreak.platonic``, ``symbreak.auto
 
 * :func:`generator_divergence` — the divergence of the generator of ``W_1 → e^{δA} W_1``,
   ``W_2 → W_2 e^{−δA}`` (the volume term of the one-step charge change, book Eq. bey-step);
+* :func:`orbit_dimension` and :func:`hessian_null_dimension` — the dimension of the ``GL`` orbit
+  through a point (from the group's generators) and of the null space of a Hessian computed
+  separately (finite differences): at a global minimum the two agree when the orbit is the whole
+  set of minima nearby;
 * :func:`edln_one_step_charges` — the realised change of the Platonic paper's charges
   ``C_k = W_{k+1}ᵀW_{k+1} − W_kW_kᵀ`` (P-Eq. 16–17) in one SGD step on Gaussian minibatches;
 * :func:`ae_one_step_charges` — the same for the autoencoder's ``Q = WᵀW − UUᵀ`` (Eq. 2, A.15);
@@ -36,6 +40,8 @@ from ..validation import (
 
 __all__ = [
     "generator_divergence",
+    "orbit_dimension",
+    "hessian_null_dimension",
     "edln_one_step_charges",
     "ae_one_step_charges",
     "projected_ratio",
@@ -121,6 +127,85 @@ def generator_divergence(shape_1, shape_2, A) -> float:
         e[idx] = 1.0
         div += -(e @ A)[idx]
     return float(div)
+
+
+#: Bound on the number of weights in :func:`orbit_dimension` (it builds one tangent per generator).
+MAX_ORBIT_WEIGHTS = 10**4
+
+
+def orbit_dimension(weights, *, rtol: float = 1e-10) -> int:
+    """Dimension of the orbit of ``GL(d_1) × ⋯ × GL(d_{N−1})`` through ``weights``, from its generators.
+
+    Hidden layer ``k`` (the output of ``W_k``, input of ``W_{k+1}``) carries the group
+    ``W_k → e^{δA} W_k``, ``W_{k+1} → W_{k+1} e^{−δA}``; each elementary ``A = E_ab`` gives the
+    tangent vector ``(…, E_ab W_k, −W_{k+1} E_ab, …)`` (layers flattened in order, each row-major,
+    as :func:`symbreak.platonic.loss_hessian`). The orbit's dimension is the rank of these
+    ``Σ_k d_k²`` vectors (singular values above ``rtol`` times the largest); it is below ``Σ_k d_k²``
+    where the action has a stabiliser (a hidden layer wider than the rank it carries).
+
+    Parameters
+    ----------
+    weights : list of numpy.ndarray
+        Consecutive layers ``W_1 … W_N`` (``W_{k+1}`` takes ``W_k``'s output), at least two.
+    rtol : float
+        Relative threshold of the rank, in ``(0, 1)``.
+
+    Returns
+    -------
+    int
+    """
+    ws = _matrices("weights", weights)
+    for i in range(1, len(ws)):
+        if ws[i].shape[1] != ws[i - 1].shape[0]:
+            raise ValueError(f"weights[{i}] must take weights[{i - 1}]'s output: shapes {[w.shape for w in ws]}")
+    rtol = check_tolerance("rtol", rtol)
+    if rtol >= 1:
+        raise ValueError(f"rtol must lie in (0, 1), got {rtol!r}")
+    sizes = np.cumsum([0] + [w.size for w in ws])
+    if sizes[-1] > MAX_ORBIT_WEIGHTS:
+        raise ValueError(f"weights hold {sizes[-1]} entries, beyond MAX_ORBIT_WEIGHTS = {MAX_ORBIT_WEIGHTS}")
+    rows = []
+    for k in range(len(ws) - 1):
+        h = ws[k].shape[0]
+        for a, b in np.ndindex(h, h):
+            t = np.zeros(sizes[-1])
+            t[sizes[k] : sizes[k + 1]] = np.outer(np.eye(h)[a], ws[k][b]).ravel()  # E_ab W_k
+            t[sizes[k + 1] : sizes[k + 2]] = -np.outer(ws[k + 1][:, a], np.eye(h)[b]).ravel()  # −W_{k+1} E_ab
+            rows.append(t)
+    with np.errstate(over="ignore", invalid="ignore"):
+        sv = np.linalg.svd(finite_result("orbit_dimension", np.array(rows)), compute_uv=False)
+    if sv[0] == 0:
+        return 0
+    return int((sv > rtol * sv[0]).sum())
+
+
+def hessian_null_dimension(H, *, rtol: float = 1e-8) -> tuple:
+    """Number of eigenvalues of a symmetric matrix ``H`` that vanish, and the gap above them.
+
+    Counts the eigenvalues with ``|λ| ≤ rtol · max|λ|`` and returns that count with the ratio of the
+    smallest remaining ``|λ|`` to the largest: the count is only meaningful when that ratio is far
+    above ``rtol`` (the book reports it). ``H`` is symmetrised first.
+
+    Returns
+    -------
+    (int, float)
+    """
+    h = check_array("H", H, ndim=2)
+    if h.shape[0] != h.shape[1] or h.shape[0] == 0:
+        raise ValueError(f"H must be a non-empty square matrix, got shape {h.shape}")
+    if h.shape[0] > MAX_ORBIT_WEIGHTS:
+        raise ValueError(f"H has {h.shape[0]} rows, beyond MAX_ORBIT_WEIGHTS = {MAX_ORBIT_WEIGHTS}")
+    rtol = check_tolerance("rtol", rtol)
+    if rtol >= 1:
+        raise ValueError(f"rtol must lie in (0, 1), got {rtol!r}")
+    with np.errstate(over="ignore", invalid="ignore"):
+        ev = np.sort(np.abs(np.linalg.eigvalsh(finite_result("hessian_null_dimension", (h + h.T) / 2))))
+    top = ev[-1]
+    if top == 0:
+        raise ValueError("H must not be zero")
+    null = int((ev <= rtol * top).sum())
+    gap = float(ev[null] / top) if null < ev.size else 0.0
+    return null, gap
 
 
 def projected_ratio(samples, expected) -> np.ndarray:
