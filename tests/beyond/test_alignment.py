@@ -348,3 +348,35 @@ def test_alignment_study_small():
         al.alignment_study(Xa, Xb, Y, (Xa, Xb), widths=(4, 6), main_width=8)
     with pytest.raises(ValueError, match="etas"):
         al.alignment_study(Xa, Xb, Y, (Xa, Xb), etas=(0.05, 0.02))
+
+
+def test_mlp_sharpness_matches_the_dense_hessian():
+    import torch
+    from torch.autograd.functional import hessian
+
+    from symbreak.beyond import alignment as al
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((30, 5)), rng.standard_normal((30, 3))
+    ws = al.init_mlp([5, 4, 6, 3], 2, seed=1)
+    lam = al.mlp_sharpness(ws, X, Y, seed=0)
+    shapes = [w.shape[1:] for w in ws]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+    for r in range(2):
+
+        def loss(theta):
+            ps = [t.reshape(sh) for t, sh in zip(torch.split(theta, sizes), shapes)]
+            h = torch.tensor(X)
+            for p in ps[:-1]:
+                h = torch.relu(h @ p.T)
+            return 0.5 * ((h @ ps[-1].T - torch.tensor(Y)) ** 2).sum(-1).mean()
+
+        theta = torch.cat([torch.tensor(w[r]).reshape(-1) for w in ws])
+        ev = np.linalg.eigvalsh(hessian(loss, theta).numpy())
+        assert np.isclose(lam[r], ev[-1], rtol=1e-6)  # the largest eigenvalue, not the largest in magnitude
+    with pytest.raises(ValueError, match="Y must have 3 columns"):
+        al.mlp_sharpness(ws, X, Y[:, :2])
+    with pytest.raises(ValueError, match="same number"):
+        al.mlp_sharpness(ws, X, Y[:5])
+    with pytest.raises(ValueError, match="tol"):
+        al.mlp_sharpness(ws, X, Y, tol=2.0)
