@@ -342,6 +342,29 @@ def test_alignment_study_small():
     for key, want in (("GD", 1.0), ("GD + weight decay", st.wd_decay)):
         c = (st.charges[key] * q0).sum(-1) / (q0 * q0).sum(-1)
         assert np.allclose(c, want, rtol=0.05), (key, c, want)
+    # every method of a width starts from the same networks: the charges at the start are those of the SGD runs'
+    # initial weights, whose sharpness is recorded, with the end of every SGD rate and of gradient descent
+    assert set(st.sharpness) == {"initial", ("SGD", 0.05), ("SGD", 0.1), ("GD", 0.1)}
+    assert all(v.shape == (2, 2) and np.all(v > 0) for v in st.sharpness.values())
+    from symbreak.rng import make_rng
+
+    wseed = int(make_rng(1).integers(0, 2**31, size=2)[1])  # the study's seed of its second width (12)
+    sa, sb = al.pair_sizes(12, 6, 6, 3)
+    g = al.train_pair_grid(
+        Xa[:60],
+        Xb[:60],
+        Y[:60],
+        sa,
+        sb,
+        eta=0.1,
+        batch_size=None,
+        steps=1,
+        loss_every=1,
+        label_noise=1.0,
+        seeds=2,
+        seed=wseed,
+    )
+    assert np.allclose(al.unit_charges([w[0] for w in g.initial_a]), q0)
     with pytest.raises(RuntimeError, match="did not reach"):
         al.alignment_study(Xa[:60], Xb[:60], Y[:60], (Xa[60:], Xb[60:]), sweep_steps=2, seed=1, **kw)
     with pytest.raises(ValueError, match="main_width"):
