@@ -1099,7 +1099,34 @@ def _probe_cases():
         ("bae.ae_sharpness(iters=10**12)", lambda: _sharpness(iters=10**12), (names, "iters")),
         ("bae.ae_sharpness(X empty)", lambda: _sharpness(X=np.zeros((0, 3))), (names, "X must hold")),
         ("bae.ae_sharpness(X 1e300)", lambda: _sharpness(X=np.full((5, 3), 1e300)), (names, "ae_sharpness")),
+        # the alignment page's sharpness and the photographs' patches
+        ("bal.mlp_sharpness(tol=0)", lambda: _mlp_sharpness(tol=0.0), (names, "tol")),
+        ("bal.mlp_sharpness(tol=1)", lambda: _mlp_sharpness(tol=1.0), (names, "tol")),
+        ("bal.mlp_sharpness(Y rows differ)", lambda: _mlp_sharpness(rows=4), (names, "same number")),
+        ("bal.mlp_sharpness(X 1e300)", lambda: _mlp_sharpness(scale=1e300), (names, "mlp_sharpness")),
+        ("bal.mlp_sharpness(activation='x')", lambda: _mlp_sharpness(activation="x"), (names, "activation")),
+        ("bdat.load_image_patches(n=1)", lambda: _patches(1), (names, "n must be")),
+        ("bdat.load_image_patches(n=True)", lambda: _patches(True), (names, "n must be")),
+        ("bdat.load_image_patches(n=2**40)", lambda: _patches(2**40), (names, "n must be")),
+        ("bdat.load_image_patches(size=65)", lambda: _patches(4, size=65), (names, "size must be")),
+        ("bdat.load_image_patches(size='8')", lambda: _patches(4, size="8"), (names, "size must be")),
     ]
+
+
+def _mlp_sharpness(tol=1e-8, rows=5, scale=1.0, activation="relu"):
+    from symbreak.beyond import alignment as bal
+
+    g = np.random.default_rng(0)
+    ws = bal.init_mlp([3, 4, 2], 1, seed=1)
+    return bal.mlp_sharpness(
+        ws, scale * g.standard_normal((5, 3)), g.standard_normal((rows, 2)), activation=activation, tol=tol, seed=1
+    )
+
+
+def _patches(n, size=8):
+    from symbreak.beyond import data as bdat
+
+    return bdat.load_image_patches(n, size=size, seed=1)
 
 
 def _sharpness(X=None, iters=5):

@@ -342,9 +342,64 @@ def test_alignment_study_small():
     for key, want in (("GD", 1.0), ("GD + weight decay", st.wd_decay)):
         c = (st.charges[key] * q0).sum(-1) / (q0 * q0).sum(-1)
         assert np.allclose(c, want, rtol=0.05), (key, c, want)
+    # every method of a width starts from the same networks: the charges at the start are those of the SGD runs'
+    # initial weights, whose sharpness is recorded, with the end of every SGD rate and of gradient descent
+    assert set(st.sharpness) == {"initial", ("SGD", 0.05), ("SGD", 0.1), ("GD", 0.1)}
+    assert all(v.shape == (2, 2) and np.all(v > 0) for v in st.sharpness.values())
+    from symbreak.rng import make_rng
+
+    wseed = int(make_rng(1).integers(0, 2**31, size=2)[1])  # the study's seed of its second width (12)
+    sa, sb = al.pair_sizes(12, 6, 6, 3)
+    g = al.train_pair_grid(
+        Xa[:60],
+        Xb[:60],
+        Y[:60],
+        sa,
+        sb,
+        eta=0.1,
+        batch_size=None,
+        steps=1,
+        loss_every=1,
+        label_noise=1.0,
+        seeds=2,
+        seed=wseed,
+    )
+    assert np.allclose(al.unit_charges([w[0] for w in g.initial_a]), q0)
     with pytest.raises(RuntimeError, match="did not reach"):
         al.alignment_study(Xa[:60], Xb[:60], Y[:60], (Xa[60:], Xb[60:]), sweep_steps=2, seed=1, **kw)
     with pytest.raises(ValueError, match="main_width"):
         al.alignment_study(Xa, Xb, Y, (Xa, Xb), widths=(4, 6), main_width=8)
     with pytest.raises(ValueError, match="etas"):
         al.alignment_study(Xa, Xb, Y, (Xa, Xb), etas=(0.05, 0.02))
+
+
+def test_mlp_sharpness_matches_the_dense_hessian():
+    import torch
+    from torch.autograd.functional import hessian
+
+    from symbreak.beyond import alignment as al
+
+    rng = np.random.default_rng(0)
+    X, Y = rng.standard_normal((30, 5)), rng.standard_normal((30, 3))
+    ws = al.init_mlp([5, 4, 6, 3], 2, seed=1)
+    lam = al.mlp_sharpness(ws, X, Y, seed=0)
+    shapes = [w.shape[1:] for w in ws]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+    for r in range(2):
+
+        def loss(theta):
+            ps = [t.reshape(sh) for t, sh in zip(torch.split(theta, sizes), shapes)]
+            h = torch.tensor(X)
+            for p in ps[:-1]:
+                h = torch.relu(h @ p.T)
+            return 0.5 * ((h @ ps[-1].T - torch.tensor(Y)) ** 2).sum(-1).mean()
+
+        theta = torch.cat([torch.tensor(w[r]).reshape(-1) for w in ws])
+        ev = np.linalg.eigvalsh(hessian(loss, theta).numpy())
+        assert np.isclose(lam[r], ev[-1], rtol=1e-6)  # the largest eigenvalue, not the largest in magnitude
+    with pytest.raises(ValueError, match="Y must have 3 columns"):
+        al.mlp_sharpness(ws, X, Y[:, :2])
+    with pytest.raises(ValueError, match="same number"):
+        al.mlp_sharpness(ws, X, Y[:5])
+    with pytest.raises(ValueError, match="tol"):
+        al.mlp_sharpness(ws, X, Y, tol=2.0)

@@ -57,3 +57,24 @@ def test_sgd_drift_of_linear_autoencoder_follows_data_rates(digits):
     )
     s = run.decoder_scale[-1].mean(0)
     assert np.allclose(s, sy.lambert_scale(1.0, th["c_data"], run.tau[-1]), rtol=0.05)
+
+
+def test_image_patches_are_standardised_and_seeded():
+    from symbreak.beyond import data as bd
+
+    X, image = bd.load_image_patches(300, seed=4)
+    assert X.shape == (300, 64) and set(np.unique(image)) == {0, 1}
+    assert np.allclose(X.sum(axis=1), 0.0, atol=1e-12)  # each patch's own mean removed
+    assert np.allclose(X.mean(axis=0), 0.0, atol=1e-12)  # centred over the patches
+    assert np.isclose(np.mean(np.sum(X * X, axis=1)), 1.0)
+    lam = np.linalg.eigvalsh(X.T @ X / len(X))
+    assert abs(lam[0]) < 1e-12  # the removed brightness: a zero-variance direction
+    X2, image2 = bd.load_image_patches(300, seed=4)
+    assert np.array_equal(X, X2) and np.array_equal(image, image2)
+    assert not np.allclose(X, bd.load_image_patches(300, seed=5)[0])
+    Xs, _ = bd.load_image_patches(50, size=4, seed=1)
+    assert Xs.shape == (50, 16)
+    with pytest.raises(ValueError, match="n must be"):
+        bd.load_image_patches(1)
+    with pytest.raises(ValueError, match="size must be"):
+        bd.load_image_patches(10, size=1)

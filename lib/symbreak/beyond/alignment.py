@@ -30,6 +30,7 @@ __all__ = [
     "mutual_knn",
     "init_mlp",
     "mlp_hidden",
+    "mlp_sharpness",
     "PairRun",
     "train_mlp_pair",
     "GridRun",
@@ -189,6 +190,83 @@ def mlp_hidden(weights, X, activation: str = "relu") -> np.ndarray:
     for w in ws[:-1]:
         h = phi(h @ np.swapaxes(w, 1, 2))
     return h
+
+
+def mlp_sharpness(weights, X, Y, *, activation: str = "relu", tol: float = 1e-8, seed=None) -> np.ndarray:
+    """Largest eigenvalue of the Hessian of the full-batch loss ``½ mean_i ‖f(x_i) − y_i‖²`` of every
+    replica of a stacked MLP (the :func:`init_mlp` layout): the sharpness that full-batch gradient
+    descent at rate ``η`` needs below ``2/η`` to be stable at that point.
+
+    Lanczos iteration (``scipy.sparse.linalg.eigsh``, largest algebraic eigenvalue, so a negative
+    eigenvalue of larger magnitude does not take its place) on Hessian–vector products by double
+    back-propagation in double precision, one replica at a time.
+
+    Parameters
+    ----------
+    weights : list of array_like, shape (R, out, in)
+        The layers ``W_1, ..., W_D`` of ``R`` replicas.
+    X : array_like, shape (n, input)
+        The training inputs (``n ≥ 1``).
+    Y : array_like, shape (n, output)
+        The noiseless targets.
+    activation : {"relu", "tanh"}
+    tol : float
+        Relative accuracy of the eigenvalue, ``0 < tol < 1``.
+    seed : int, optional
+        Seed of the Lanczos start vectors, one stream per replica
+        (:func:`symbreak.engine.replica_streams`).
+
+    Returns
+    -------
+    numpy.ndarray, shape (R,)
+    """
+    from scipy.sparse.linalg import ArpackError, LinearOperator, eigsh
+
+    torch = _torch()
+    check_choice("activation", activation, ("relu", "tanh"))
+    tol = check_positive("tol", tol)
+    if tol >= 1:
+        raise ValueError(f"tol must be in (0, 1), got {tol}")
+    X = check_array("X", X, ndim=2)
+    Y = check_array("Y", Y, ndim=2)
+    if X.shape[0] < 1 or X.shape[0] != Y.shape[0]:
+        raise ValueError(f"X and Y must hold the same number (>= 1) of rows, got {X.shape[0]} and {Y.shape[0]}")
+    mlp_hidden(weights, X[:1], activation)  # validates the stack and X's width
+    ws = [check_array(f"weights[{i}]", w, ndim=3) for i, w in enumerate(weights)]
+    if ws[-1].shape[1] != Y.shape[1]:
+        raise ValueError(f"Y must have {ws[-1].shape[1]} columns (the network's outputs), got {Y.shape[1]}")
+    phi = torch.relu if activation == "relu" else torch.tanh
+    tx, ty = _tensor(X), _tensor(Y)
+    shapes = [w.shape[1:] for w in ws]
+    sizes = [int(np.prod(sh)) for sh in shapes]
+    out = np.empty(ws[0].shape[0])
+    for r, g in enumerate(replica_streams(seed, range(ws[0].shape[0]))):
+        params = [_tensor(w[r], requires_grad=True) for w in ws]
+        h = tx
+        for w in params[:-1]:
+            h = phi(h @ w.T)
+        loss = 0.5 * ((h @ params[-1].T - ty) ** 2).sum(-1).mean()
+        grads = torch.autograd.grad(loss, params, create_graph=True)
+
+        def hvp(v, params=params, grads=grads):
+            vs = torch.split(torch.from_numpy(np.asarray(v, dtype=float).ravel()), sizes)
+            dot = sum((gr * vv.reshape(sh)).sum() for gr, vv, sh in zip(grads, vs, shapes))
+            hv = torch.cat([x.reshape(-1) for x in torch.autograd.grad(dot, params, retain_graph=True)]).numpy()
+            if not np.all(np.isfinite(hv)):
+                raise ValueError(
+                    "mlp_sharpness: the Hessian left the float64 range (weights, X or Y too extreme in scale)"
+                )
+            return hv
+
+        dim = sum(sizes)
+        op = LinearOperator((dim, dim), matvec=hvp, dtype=float)
+        try:
+            out[r] = eigsh(op, k=1, which="LA", tol=tol, v0=g.standard_normal(dim), return_eigenvectors=False)[0]
+        except ArpackError as exc:  # e.g. a Hessian that vanishes to rounding
+            raise ValueError(f"mlp_sharpness: the Lanczos iteration failed on replica {r} ({exc})") from None
+    if not np.all(np.isfinite(out)):
+        raise ValueError("mlp_sharpness: the Hessian left the float64 range (weights, X or Y too extreme in scale)")
+    return out
 
 
 @dataclass
@@ -876,6 +954,11 @@ class AlignmentStudy:
         ``charges[method]`` → (S, hidden units): :func:`unit_charges` of network A at the start
         (``"initial"``) and at the end of gradient descent (``"GD"``) and of gradient descent with weight
         decay (``"GD + weight decay"``), main width.
+    sharpness : dict
+        Main width: ``sharpness["initial"]`` → (S, 2), the largest Hessian eigenvalue
+        (:func:`mlp_sharpness`) of the full-batch noiseless loss of network A (column 0) and B
+        (column 1) at initialisation; ``sharpness[("SGD", eta)]`` for every SGD rate and
+        ``sharpness[("GD", eta_gd)]`` the same at the end of the run.
     wd_decay : float
         ``(1 − ηγ)^{2T}``: the factor by which gradient descent with weight decay ``γ`` shrinks every
         unit's charge at first order in ``η`` (the part of the change that is ``O(η²)`` per step aside).
@@ -897,6 +980,7 @@ class AlignmentStudy:
     cka_change: dict
     imbalance: dict
     charges: dict
+    sharpness: dict
     wd_decay: float
 
 
@@ -994,6 +1078,7 @@ def alignment_study(
         cka_change={},
         imbalance={},
         charges={},
+        sharpness={},
     )
 
     def final_loss(run, gi):
@@ -1020,35 +1105,20 @@ def alignment_study(
         sa, sb = pair_sizes(w, Xa.shape[1], Xb.shape[1], Y.shape[1])
         e_w = etas if w == main_width else (eta_gd,)
         g_e = len(e_w)
+        # seed s starts every method of this width from the same networks (the same seed for every grid)
+        data = (Xa, Xb, Y, sa, sb)
+        common = dict(seeds=seeds, probe=probe, seed=int(wseed))
+        rec_sgd = rec if w == main_width else [steps // 2, steps]
+        noise_g = [label_noise] * g_e + [0.0] * g_e
         sgd = train_pair_grid(
-            Xa,
-            Xb,
-            Y,
-            sa,
-            sb,
-            eta=list(e_w) * 2,
-            batch_size=batch_size,
-            steps=steps,
-            label_noise=[label_noise] * g_e + [0.0] * g_e,
-            seeds=seeds,
-            record_at=rec if w == main_width else [steps // 2, steps],
-            loss_every=loss_every,
-            probe=probe,
-            seed=int(wseed),
-        )
+            *data, eta=list(e_w) * 2, batch_size=batch_size, steps=steps, label_noise=noise_g, record_at=rec_sgd,
+            loss_every=loss_every, **common
+        )  # fmt: skip
         sc = similarity_scores(sgd.hidden_a, sgd.hidden_b, k)  # (T, G, S)
-        targets = np.stack(
-            [
-                np.stack(
-                    [
-                        _window_mean(sgd.loss_steps, sgd.loss_a[:, i], steps, span),
-                        _window_mean(sgd.loss_steps, sgd.loss_b[:, i], steps, span),
-                    ],
-                    axis=-1,
-                )
-                for i in range(g_e)
-            ]
-        )  # (K = g_e, S, 2)
+        targets = np.stack(  # (K = g_e, S, 2)
+            [np.stack([_window_mean(sgd.loss_steps, x[:, i], steps, span) for x in (sgd.loss_a, sgd.loss_b)], -1)
+             for i in range(g_e)]
+        )  # fmt: skip
         for i, e in enumerate(e_w):
             for gi, method in ((i, "SGD"), (g_e + i, "SGD without label noise")):
                 key = (method, w, e)
@@ -1060,46 +1130,18 @@ def alignment_study(
         main = w == main_width
         gd_settings = 2 if main else 1
         gd = train_pair_grid(
-            Xa,
-            Xb,
-            Y,
-            sa,
-            sb,
-            eta=eta_gd,
-            batch_size=None,
-            steps=steps if main else sweep_steps,
-            label_noise=label_noise,
-            weight_decay=[0.0, weight_decay][:gd_settings],
-            seeds=seeds,
-            record_at=rec if main else [0],
-            loss_every=gd_loss_every,
-            match_loss=np.repeat(targets[:, None], gd_settings, axis=1),
-            probe=probe,
-            until_matched=not main,
-            seed=int(wseed) + 1,
-        )
+            *data, eta=eta_gd, batch_size=None, steps=steps if main else sweep_steps, label_noise=label_noise,
+            weight_decay=[0.0, weight_decay][:gd_settings], record_at=rec if main else [0], loss_every=gd_loss_every,
+            match_loss=np.repeat(targets[:, None], gd_settings, axis=1), until_matched=not main, **common
+        )  # fmt: skip
         matched = gd
         if main and np.any(gd.matched_step[:, 0] < 0) and sweep_steps > steps:
             # gradient descent had not reached SGD's loss within the matched steps: the same runs (same seeds,
             # same draws) continued, gradient descent alone, until it does (at most sweep_steps)
             matched = train_pair_grid(
-                Xa,
-                Xb,
-                Y,
-                sa,
-                sb,
-                eta=eta_gd,
-                batch_size=None,
-                steps=sweep_steps,
-                label_noise=label_noise,
-                seeds=seeds,
-                record_at=[0],
-                loss_every=gd_loss_every,
-                match_loss=targets[:, None],
-                probe=probe,
-                until_matched=True,
-                seed=int(wseed) + 1,
-            )
+                *data, eta=eta_gd, batch_size=None, steps=sweep_steps, label_noise=label_noise, record_at=[0],
+                loss_every=gd_loss_every, match_loss=targets[:, None], until_matched=True, **common
+            )  # fmt: skip
         gd_m = matched
         for i, e in enumerate(e_w):
             if np.any(gd_m.matched_step[i, 0] < 0):
@@ -1134,6 +1176,14 @@ def alignment_study(
             out["charges"]["initial"] = unit_charges([x[0] for x in gd.initial_a])
             out["charges"]["GD"] = unit_charges([x[0] for x in gd.final_a])
             out["charges"]["GD + weight decay"] = unit_charges([x[1] for x in gd.final_a])
+
+            def sharp(wa_, wb_, sd):
+                return np.stack([mlp_sharpness(wa_, Xa, Y, seed=sd), mlp_sharpness(wb_, Xb, Y, seed=sd + 1)], axis=-1)
+
+            out["sharpness"]["initial"] = sharp([x[0] for x in sgd.initial_a], [x[0] for x in sgd.initial_b], 1)
+            for i, e in enumerate(etas):
+                out["sharpness"][("SGD", e)] = sharp([x[i] for x in sgd.final_a], [x[i] for x in sgd.final_b], 3)
+            out["sharpness"][("GD", eta_gd)] = sharp([x[0] for x in gd.final_a], [x[0] for x in gd.final_b], 5)
     return AlignmentStudy(
         widths=widths,
         etas=etas,
