@@ -2,7 +2,10 @@
 inside the step: the kernel behind :class:`symbreak.autoencoder.sgd._LaneLinearStepper`.
 
 No page calls this module directly (the pages run it through :func:`symbreak.autoencoder.simulate_sgd`).
-Imported on first use (it imports numba).
+Imported on first use (it imports numba). The kernel is compiled on first use (10–20 s per
+dtype) and cached on disk; numba's cache checks only this file's time stamp, so after editing
+:mod:`symbreak._lanes` or :func:`symbreak._sfc64.bartlett_factor_lane` (which the kernel inlines)
+touch this file or clear its ``__pycache__``.
 """
 
 from __future__ import annotations
@@ -165,9 +168,12 @@ def _group(
         _small_left(K1, U, Wt, T, k, d, acc, a1, a2, a3, w)
         for x in range(kd):
             vcopy(T, (kd + x) * w, U, x * w, w)
-        # HF = T F = [N F; U F]
-        for e in range(0, 2 * k, 4):  # four rows at a time (two in the last block when 2k = 4n + 2)
+        # HF = T F = [N F; U F], then T = HF Fᵀ (T[:k] = η∇_U L̂, T[k:] = U ηΣ̂): four rows at a time
+        # (two in the last block when 2k = 4n + 2), both products of a block before the next, so that
+        # its rows stay in the core's first cache (each row of either product needs only its own row)
+        for e in range(0, 2 * k, 4):
             _tri_right(T, F, HF, e, min(4, 2 * k - e), d, acc, a1, a2, a3, w)
+            _tri_right_t(HF, F, T, e, min(4, 2 * k - e), d, acc, a1, a2, a3, w)
         # K2 = (U F)(U F)ᵀ = U ηΣ̂ Uᵀ
         for a in range(k):
             for b in range(a + 1):
@@ -176,9 +182,6 @@ def _group(
                     vfma(acc, HF, (kd + a * d + c) * w, HF, (kd + b * d + c) * w, w)
                 vstore(acc, K2, (a * k + b) * w, w)
                 vstore(acc, K2, (b * k + a) * w, w)
-        # T = HF Fᵀ: T[:k] = η∇_U L̂, T[k:] = U ηΣ̂
-        for e in range(0, 2 * k, 4):  # four rows at a time (two in the last block when 2k = 4n + 2)
-            _tri_right_t(HF, F, T, e, min(4, 2 * k - e), d, acc, a1, a2, a3, w)
         # HF[:k] = η∇_{Wᵀ} L̂ = K2 Wᵀ − U ηΣ̂
         _small_left(K2, Wt, T[kd * w :], HF, k, d, acc, a1, a2, a3, w)
         for x in range(kd):
