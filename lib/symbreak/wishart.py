@@ -581,7 +581,7 @@ class WishartBlockSampler:
 
     def lane_arguments(self, rng):
         """What a compiled step needs to draw each step's Bartlett variates itself, from the replicas'
-        own streams (:func:`symbreak._sfc64.bartlett_factor_lane`): the same variates, in the same
+        own streams (``symbreak._sfc64.bartlett_factor_lane``): the same variates, in the same
         order, as :meth:`variates` and :meth:`draw` take from them, so the same minibatches.
 
         Only where :attr:`bartlett_only`, with one stream per replica.

@@ -175,13 +175,13 @@ class _FusedLinearStepper:
 
 class _LaneLinearStepper:
     """The linear autoencoder's steps with the minibatch drawn inside the compiled step, replicas in
-    SIMD lanes (:func:`symbreak.autoencoder._lanes_step._linear_sgd_lanes`): no block of variates,
+    SIMD lanes (:func:`symbreak._ae_lanes._linear_sgd_lanes`): no block of variates,
     no ``Σ̂``; for replica streams on NumPy's SFC64
     (:meth:`symbreak.engine.WishartBlockSampler.lane_arguments`)."""
 
     def __init__(self, V: np.ndarray, k: int):
         self.V = V
-        from ._lanes_step import _LANES, _linear_sgd_lanes  # (imports numba)
+        from .._ae_lanes import _LANES, _linear_sgd_lanes  # (imports numba)
 
         d, dt, n = V.shape[2], V.dtype, _LANES
         self.k = k

@@ -1,7 +1,9 @@
 """The linear autoencoder's compiled SGD step with replicas in SIMD lanes and the minibatch drawn
 inside the step: the kernel behind :class:`symbreak.autoencoder.sgd._LaneLinearStepper`.
 
-No page calls this module directly (the pages run it through :func:`symbreak.autoencoder.simulate_sgd`).
+It sits beside the engine, outside the chapter package: a compiled kernel, with no mathematics of
+its own beyond the chapter's update (the pages reach it through
+:func:`symbreak.autoencoder.simulate_sgd`).
 Imported on first use (it imports numba). The kernel is compiled on first use (10–20 s per
 dtype) and cached on disk; numba's cache checks only this file's time stamp, so after editing
 :mod:`symbreak._lanes` or :func:`symbreak._sfc64.bartlett_factor_lane` (which the kernel inlines)
@@ -13,8 +15,8 @@ from __future__ import annotations
 import numba
 import numpy as np  # noqa: F401  (numba's typing of the kernel)
 
-from .. import _sfc64
-from .._lanes import vacc, vcopy, vfma, vmul, vstore, vstore_sub, vsub_from
+from . import _sfc64
+from ._lanes import vacc, vcopy, vfma, vmul, vstore, vstore_sub, vsub_from
 
 __all__ = ["_LANES", "_linear_sgd_lanes"]
 
@@ -144,7 +146,7 @@ def _group(
             for q in range(w):
                 U[o + q] = V[r0 + q, a, c]
                 Wt[o + q] = V[r0 + q, k + a, c]
-    for t in range(n_steps):
+    for _t in range(n_steps):
         for q in range(w):
             j = r0 + q
             zs, zh, zw = _sfc64._load(zaddr[j])
@@ -228,8 +230,9 @@ def _linear_sgd_lanes(
     each (:mod:`symbreak._lanes`: every quantity of the step is held as ``w`` consecutive numbers,
     one per replica of the group, and every operation is one vector operation over the group). A
     lane's arithmetic is the same sequence of IEEE operations whatever the group's width (no fused
-    multiply-adds), so a replica's numbers do not depend on how many replicas run with it. At each step, for each replica of the group,
-    :func:`symbreak._sfc64.bartlett_factor_lane` draws the Bartlett factor ``F`` (``F Fᵀ = ηΣ̂``)
+    multiply-adds), so a replica's numbers do not depend on how many replicas run with it. At each
+    step, for each replica of the group, :func:`symbreak._sfc64.bartlett_factor_lane` draws the
+    Bartlett factor ``F`` (``F Fᵀ = ηΣ̂``)
     from the replica's own three streams (state addresses ``zaddr``, ``uaddr``, ``gaddr``): the same
     variates in the same order as :meth:`symbreak.engine.WishartBlockSampler.variates`, so the same
     minibatches as every other path, straight into the group's lane of ``F`` (packed lower
