@@ -301,6 +301,7 @@ BASE = {
     "engine.check_divergence": (engine.check_divergence, [np.ones(2)], {"step": 1, "limit": 10.0}),
     "engine.n_workers": (engine.n_workers, [], {}),
     "engine.run_chunks": (lambda n, c: engine.run_chunks(lambda s, g: s.stop - s.start, n, n_chunks=c), [4, 2], {}),
+    "engine.concurrently": (lambda w: engine.concurrently([lambda: 1, lambda: 2], workers=w), [2], {}),
     "engine.WishartBlockSampler": (
         lambda f, b, max_steps: engine.WishartBlockSampler(f, b, max_steps=max_steps).draw(G(), 1),
         [np.ones(3), np.array([4, 8])],
@@ -367,6 +368,7 @@ BASE = {
     "ae.simulate_sgd": (ae.simulate_sgd, [LAM, 2, 0.01, 8, 20], {"record_every": 10}),
     "ae.simulate_sgd_grid": (ae.simulate_sgd_grid, [LAM, 2, np.array([0.01]), np.array([8]), 0.001], {"n_records": 2}),
     "ae.SGDResult.scales": (lambda: SGDRES.scales, [], {}),
+    "ae.SGDResult.select_seeds": (lambda i: SGDRES.select_seeds(i), [slice(0, 1)], {}),
     # platonic
     "pl.sqrtm_psd": (pl.sqrtm_psd, [SPD], {}),
     "pl.random_orthogonal": (lambda n: pl.random_orthogonal(G(), n), [3], {}),
@@ -536,6 +538,18 @@ BASE = {
         lambda X0, t, N, beta: dln.matrix_flow(X0, t, N=N, beta=beta, grad_energy=EN_GRAD, max_steps=500),
         [np.diag([2.0, 1.0]), np.array([0.0, 0.1])],
         {"N": 3, "beta": 1.0},
+    ),
+    "dln.completion_task": (
+        lambda seed, d, n_missing: dln.completion_task(seed, d=d, n_missing=n_missing),
+        [0, 3, 2],
+        {},
+    ),
+    "dln.completion_low_rank_ratios": (
+        lambda target, mask, q0, alphas, t_end: dln.completion_low_rank_ratios(
+            target, mask, q0, alphas, N=3, t_end=t_end
+        ),
+        [*dln.completion_task(0, d=3, n_missing=2), np.array([1e-2]), 0.5],
+        {},
     ),
     "dln.pair_force": (dln.pair_force, [2.0, 1.0, 3], {}),
     "dln.pair_force_asymmetry": (dln.pair_force_asymmetry, [2.0, 1.0, 3], {}),

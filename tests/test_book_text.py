@@ -278,7 +278,7 @@ def visible_ledger_calls(md: pathlib.Path) -> list[str]:
                 and isinstance(f, ast.Attribute)
                 and isinstance(f.value, ast.Name)
                 and f.value.id == "ledger"
-                and f.attr in LEDGER_METHODS
+                and (f.attr in LEDGER_METHODS or f.attr == "se")  # a standard error for a teaching cell: symbreak.stats
             ):
                 name = md.relative_to(ROOT) if md.is_relative_to(ROOT) else md.name
                 out.append(f"{name}:{line0 + node.lineno - 1}: ledger.{f.attr}")
@@ -305,3 +305,20 @@ def test_the_check_cell_guard_sees_a_visible_call(tmp_path):
     )
     found = visible_ledger_calls(page)
     assert len(found) == 1 and found[0].endswith("ledger.close")
+
+
+def test_cells_computing_solution_numbers_open_collapsed_in_jupyterlab():
+    """The cells that compute the numbers a solution quotes are removed from the site and, opened as a
+    notebook, collapsed (``jupyter.source_hidden``), so running a page does not show the answers."""
+    import jupytext
+
+    found = 0
+    for md in sorted((ROOT / "book").glob("*/*.md")):
+        if "numbers quoted" not in md.read_text(encoding="utf-8"):
+            continue
+        for cell in jupytext.read(md).cells:
+            if cell.cell_type == "code" and "numbers quoted" in cell.source:
+                found += 1
+                assert "remove-cell" in cell.metadata.get("tags", []), md
+                assert cell.metadata.get("jupyter", {}).get("source_hidden") is True, md
+    assert found >= 7

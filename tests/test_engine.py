@@ -434,3 +434,34 @@ def test_fill_normals_names_a_read_only_out_and_replica_streams_its_replicas():
         replica_streams(1, 3)
     with pytest.raises(ValueError, match="MAX_DRAWS"):
         replica_streams(1, range(10**12))
+
+
+def test_concurrently_returns_each_result_in_order_and_raises_errors():
+    """Independent calls side by side: their results in order, the same as called alone (two
+    ensembles on their own seeds); an error in one is raised; bad input is named."""
+    from symbreak import platonic as pl
+    from symbreak.engine import concurrently
+
+    task, net_a, net_b = pl.example_pair()
+    kw = dict(lr=0.01, batch_size=4, steps=400, record_every=100)
+    calls = [lambda: pl.train_sgd(net_a, task, pl.init_weights(net_a, 1, replicas=3), seed=1, **kw),
+             lambda: pl.train_sgd(net_b, task, pl.init_weights(net_b, 2, replicas=2), seed=2, **kw),
+             lambda: 7]  # fmt: skip
+    both = concurrently(calls, workers=2)
+    alone = [c() for c in calls]
+    assert both[2] == 7
+    for x, y in zip(both[:2], alone[:2]):
+        assert all(np.array_equal(a, b) for a, b in zip(x.weights, y.weights))
+    assert concurrently([]) == []
+
+    def boom():
+        raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="boom"):
+        concurrently([lambda: 1, boom], workers=2)
+    with pytest.raises(TypeError, match="callables"):
+        concurrently([1, 2])
+    with pytest.raises(TypeError, match="sequence"):
+        concurrently(3)
+    with pytest.raises(ValueError, match="workers"):
+        concurrently([lambda: 1], workers=0)

@@ -136,3 +136,37 @@ def test_the_ceiling_answers_agree_with_the_page_formulas():
     c1 = ae.growth_rates(ae.geometric_spectrum(20), 10)[0]
     np.testing.assert_allclose(_expected("ae-ex-batch-steps"), ae.lambert_time(2.0, 1.0, c1) * 64 / 0.02**2, rtol=1e-9)
     np.testing.assert_allclose(_expected("ae-ex-ceiling-eta"), ae.eos_ceiling(0.015, 12.0), rtol=1e-9)
+
+
+def _rejected(exercise_id, answer):
+    """``answer`` is off by more than twice the exercise's tolerance, and check() says so."""
+    expected = np.asarray(_expected(exercise_id), dtype=float)
+    tol = exercises.REGISTRY[exercise_id].tolerance
+    off = np.max(np.abs(np.asarray(answer, dtype=float) / expected - 1))
+    return off > 2 * tol and exercises.check(exercise_id, answer, quiet=True) is False
+
+
+def test_naive_platonic_answers_are_rejected():
+    """The answers a student gets by a plausible slip: the entropic term of the original (shallower)
+    network; the Σx-weighted deficit instead of the plain one; the deficit against the new K⋆ (zero)."""
+    from symbreak import platonic as pl
+
+    task, net_a, _ = pl.example_pair()
+    assert _rejected("platonic-ex-deeper", pl.minimal_entropy(net_a, task))
+    u = np.linalg.svd(task.v_star)[0][:, 0]
+    se_u = task.sigma_eps + np.trace(task.sigma_eps) * np.outer(u, u)
+    k_u = pl.platonic_kernel(task.v_star, task.sigma_x, se_u)
+    weighted = 1.0 - float(pl.kernel_alignment(k_u, task.platonic_kernel(), metric=task.sigma_x))
+    assert _rejected("platonic-ex-noise-shape", weighted)
+    assert exercises.check("platonic-ex-noise-shape", 0.0, quiet=True) is False
+
+
+def test_naive_dln_answers_are_rejected():
+    """σ⋆ with the parameters left at the page's (p = 2, β = 1) or only one of them changed; the rates
+    of the N = 3 network, or the two rates swapped."""
+    from symbreak import dln
+
+    for p, beta in ((2.0, 1.0), (4.0, 1.0), (2.0, 0.25)):
+        assert _rejected("dln-ex-sigma-star-p", dln.schatten_sigma_star(p, 3, 4, beta)), (p, beta)
+    assert _rejected("dln-ex-deeper-rates", list(dln.relaxation_rates(2.0, 3, 4, 1.0)))
+    assert _rejected("dln-ex-deeper-rates", list(dln.relaxation_rates(2.0, 8, 4, 1.0))[::-1])

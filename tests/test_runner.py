@@ -160,8 +160,11 @@ def test_gradient_descent_divergence_is_reported(edln):
 
 
 def test_autoencoder_divergence_is_detected_within_a_few_steps():
-    """A divergent run of 5 steps is caught at its end; a long one within check_every = 8 steps of
-    the first step whose weights exceed the limit (found here by replaying the same replica)."""
+    """A divergent run of 5 steps is caught at its end; a long one within the runner's check interval
+    (``_CHECK_EVERY`` = 64 steps, one call of the compiled step) of the first step whose weights exceed
+    the limit (found here by replaying the same replica)."""
+    from symbreak.autoencoder import sgd as sgd_mod
+
     with pytest.raises(DivergenceError):
         ae.simulate_sgd(LAM, 3, 3.0, 16, 5, seed=1)
     with pytest.raises(DivergenceError) as info:
@@ -177,7 +180,7 @@ def test_autoencoder_divergence_is_detected_within_a_few_steps():
         if max(np.abs(res.W[0, -1]).max(), np.abs(res.U[0, -1]).max()) > 1e6:
             first = n
             break
-    assert first is not None and info.value.step - 8 <= first <= info.value.step
+    assert first is not None and info.value.step - sgd_mod._CHECK_EVERY <= first <= info.value.step
 
 
 # ------------------------------------------------------------------ Ctrl-C

@@ -77,6 +77,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .config import quick_mode
+from .stats import standard_error
 
 __all__ = [
     "PAPERS",
@@ -866,7 +867,7 @@ class Ledger:
     @staticmethod
     def se(values, axis=0):
         """Standard error of the mean of ``values`` over independent replicas or seeds along
-        ``axis``: ``std(ddof=1)/sqrt(n)`` (for the ``se=`` of a simulation claim).
+        ``axis`` (:func:`symbreak.stats.standard_error`, for the ``se=`` of a simulation claim).
 
         Raises
         ------
@@ -878,11 +879,7 @@ class Ledger:
         >>> round(float(Ledger.se([1.0, 2.0, 3.0])), 6)
         0.57735
         """
-        x = np.asarray(values, dtype=float)
-        n = x.shape[axis] if x.ndim else 1
-        if n < 2:
-            raise ValueError(f"values must hold at least two replicas along axis {axis}, got {n}")
-        return x.std(axis=axis, ddof=1) / np.sqrt(n)
+        return standard_error(values, axis=axis)
 
     @staticmethod
     def _pick(full, quick):

@@ -21,6 +21,8 @@ Contents
     Detection and clear reporting of SGD run past its stability edge.
 :func:`n_workers`, :func:`run_chunks`
     Deterministic chunked execution on a thread pool.
+:func:`concurrently`
+    Independent runs (of two networks, two tasks) side by side on the same thread pool.
 :class:`WishartBlockSampler`
     Blocks of exact minibatch covariances for a whole ensemble of replicas at once (each replica
     with its own batch size and a multiplier such as its learning rate, and its own random
@@ -70,6 +72,7 @@ __all__ = [
     "check_divergence",
     "n_workers",
     "run_chunks",
+    "concurrently",
     "WishartBlockSampler",
     "replica_streams",
     "fill_normals",
@@ -302,6 +305,37 @@ def run_chunks(fn, n_items: int, *, n_chunks: int = 2, seed=None):
     slices = [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
     rngs = spawn_rngs(seed, n_chunks)
     return _map_threads(fn, list(zip(slices, rngs)), min(n_workers(), n_chunks))
+
+
+def concurrently(calls, *, workers: int | None = None) -> list:
+    """Call each of ``calls`` (callables without arguments) on worker threads; their results, in order.
+
+    For independent runs whose steps are compiled without the GIL (the SGD and gradient-descent steps
+    of the engine's models): two of them, e.g. the same trainer on two networks, then run on two
+    cores. A call's numbers are those it returns when called alone (its random streams are its
+    own; the engine never draws from a shared stream). An exception in one call stops the others
+    (within one block of steps) and is raised; so is Ctrl-C.
+
+    Parameters
+    ----------
+    calls : sequence of callable
+        The runs, each called as ``call()``.
+    workers : int, optional
+        Threads (default :func:`n_workers`, at most one per call).
+
+    Returns
+    -------
+    list
+        ``[call() for call in calls]``.
+    """
+    if isinstance(calls, (str, bytes)) or not hasattr(calls, "__iter__"):
+        raise TypeError(f"calls must be a sequence of callables, got {type(calls).__name__}")
+    calls = list(calls)
+    bad = [c for c in calls if not callable(c)]
+    if bad:
+        raise TypeError(f"calls must be callables without arguments, got {bad[0]!r}")
+    workers = n_workers() if workers is None else check_int("workers", workers, minimum=1)
+    return _map_threads(lambda c: c(), [(c,) for c in calls], min(workers, max(len(calls), 1)))
 
 
 class _Stopped(Exception):

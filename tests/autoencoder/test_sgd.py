@@ -216,3 +216,44 @@ def test_lane_model_keeps_replicas_and_matches_the_block_path(monkeypatch):
     assert not block.lanes and isinstance(block.stepper, ae.sgd._FusedLinearStepper)
     assert np.abs(block.stepper.V - kept.stepper.V).max() <= 1e-12 * np.abs(block.stepper.V).max()
     assert not np.array_equal(block.stepper.V, kept.stepper.V)  # (a different order of the sums)
+def test_select_seeds_is_the_run_of_fewer_seeds():
+    """The first seeds of a run are the run of that many seeds with the same arguments, bit for bit
+    (each seed draws from its own stream), also with another record grid; a bad index is named."""
+    lam = ae.geometric_spectrum(8)
+    kw = dict(init="random", activation="relu", sampler="samples", record_weights=True, seed=210)
+    many = ae.simulate_sgd(lam, 3, 0.01, 8, 300, seeds=4, record_at=[0, 100, 300], **kw)
+    two = ae.simulate_sgd(lam, 3, 0.01, 8, 300, seeds=2, record_at=[0, 300], **kw)
+    sub = many.select_seeds(slice(0, 2))
+    for name in ("S", "Q", "loss", "W", "U"):
+        assert np.array_equal(getattr(sub, name)[:, [0, -1]], getattr(two, name))
+        assert getattr(sub, name).shape[0] == 2
+    assert np.array_equal(sub.steps, many.steps) and np.array_equal(sub.tau, many.tau)
+    assert np.array_equal(many.select_seeds([3, 1]).W, many.W[[3, 1]])
+    assert ae.simulate_sgd(lam, 3, 0.01, 8, 30, seeds=2).select_seeds(slice(1, 2)).W is None
+    with pytest.raises(ValueError, match="index"):
+        many.select_seeds(slice(4, 9))
+    with pytest.raises(ValueError, match="index"):
+        many.select_seeds(2)
+
+
+def test_trajectories_do_not_depend_on_the_divergence_check_interval(monkeypatch):
+    """The runner calls the compiled step once per divergence check (``_CHECK_EVERY`` steps); the
+    numbers are the same, bit for bit, with a check every 8 steps: the linear model in chunks of many
+    replicas (another block size) and of few, B < d (the NumPy step), and the ReLU samples model."""
+    import symbreak.autoencoder.sgd as sgd_mod
+
+    lam = ae.geometric_spectrum(20)
+    rec = np.unique(np.geomspace(1, 600, 30).astype(int))
+    runs = {}
+    for every in (8, 64):
+        monkeypatch.setattr(sgd_mod, "_CHECK_EVERY", every)
+        runs[every] = ae.simulate_sgd_grid(
+            lam, 10, np.array([0.026, 0.02]), np.array([32, 128]), 0.01, n_records=50, seeds=24, record_weights=True, seed=47
+        ) + [
+            ae.simulate_sgd(lam, 10, 0.02, 8, 600, seeds=3, record_every=50, seed=3),
+            ae.simulate_sgd(lam, 10, 0.003, 48, 600, seeds=2, record_at=rec, init="random", activation="relu",
+                            sampler="samples", record_weights=True, seed=210),
+        ]  # fmt: skip
+    for a, b in zip(runs[8], runs[64]):
+        assert np.array_equal(a.S, b.S) and np.array_equal(a.Q, b.Q) and np.array_equal(a.loss, b.loss)
+        assert a.W is None or np.array_equal(a.W, b.W)

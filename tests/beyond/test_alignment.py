@@ -117,3 +117,234 @@ def test_mlp_init_and_pair_training_are_replica_independent():
             a, b = getattr(runs[1], field), getattr(runs[3], field)
             assert np.allclose(a[:, 0], b[:, 0], rtol=1e-12, atol=1e-14), field
         assert not np.allclose(runs[3].loss_a[-1, 0], runs[3].loss_a[-1, 1])
+
+
+# ---------------------------------------------------------------------------------------------
+# the grid of paired runs, matched-loss snapshots, batched cosine kNN, unit imbalance, the study
+# ---------------------------------------------------------------------------------------------
+from symbreak.beyond import alignment as al  # noqa: E402
+from symbreak.beyond import verdicts as vd  # noqa: E402
+
+
+def _toy(n=60, seed=7):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, 6))
+    Y = np.eye(3)[(X[:, 0] > 0).astype(int) + (X[:, 1] > 0).astype(int)]
+    return X, X[:, ::-1].copy(), Y
+
+
+def test_grid_pairs_settings_over_seeds():
+    """Settings that share a seed share its initialisation, minibatches and noise draws: two identical
+    settings give identical runs, label noise 0 changes only the targets, and a seed's run does not
+    depend on how many seeds run."""
+    Xa, Xb, Y = _toy()
+    kw = dict(batch_size=8, steps=40, record_at=[0, 20, 40], loss_every=10, seed=3)
+    g = al.train_pair_grid(
+        Xa, Xb, Y, [6, 8, 3], [6, 7, 5, 3], eta=[0.05, 0.05, 0.05], label_noise=[0.5, 0.5, 0.0], seeds=3, **kw
+    )
+    assert g.hidden_a.shape == (3, 3, 3, 60, 8) and g.hidden_b.shape == (3, 3, 3, 60, 5)
+    assert g.loss_a.shape == (5, 3, 3) and np.array_equal(g.loss_steps, [0, 10, 20, 30, 40])
+    assert np.array_equal(g.hidden_a[:, 0], g.hidden_a[:, 1])  # same setting, same seed: the same run
+    assert np.array_equal(g.hidden_a[0, 0], g.hidden_a[0, 2])  # same initialisation without noise
+    assert not np.allclose(g.hidden_a[-1, 0], g.hidden_a[-1, 2])  # ... but another run
+    assert not np.allclose(g.hidden_a[-1, 0, 0], g.hidden_a[-1, 0, 1])  # seeds differ
+    one = al.train_pair_grid(Xa, Xb, Y, [6, 8, 3], [6, 7, 5, 3], eta=0.05, label_noise=0.5, seeds=1, **kw)
+    assert np.allclose(one.hidden_a[:, 0, 0], g.hidden_a[:, 0, 0], rtol=1e-6, atol=1e-7)
+    assert len(g.initial_a) == 2 and g.final_a[0].shape == (3, 3, 8, 6)
+
+
+def test_grid_step_is_train_mlp_pairs_step():
+    """Gradient descent without noise is deterministic: the grid (single precision) follows
+    train_mlp_pair (double) to single-precision rounding, with and without weight decay."""
+    Xa, Xb, Y = _toy()
+    for wd in (0.0, 0.05):
+        ref = nl.train_mlp_pair(
+            Xa,
+            Xb,
+            Y,
+            [6, 8, 3],
+            [6, 7, 5, 3],
+            eta=0.05,
+            batch_size=None,
+            steps=30,
+            label_noise=0.0,
+            weight_decay=wd,
+            replicas=2,
+            record_every=30,
+            seed=5,
+        )
+        g = al.train_pair_grid(
+            Xa,
+            Xb,
+            Y,
+            [6, 8, 3],
+            [6, 7, 5, 3],
+            eta=0.05,
+            batch_size=None,
+            steps=30,
+            label_noise=0.0,
+            weight_decay=wd,
+            seeds=2,
+            record_at=[0, 30],
+            loss_every=30,
+            seed=5,
+        )
+        assert np.allclose(g.hidden_a[:, 0], ref.hidden_a, rtol=1e-4, atol=1e-5)
+        assert np.allclose(g.loss_b[:, 0], ref.loss_b, rtol=1e-4)
+
+
+def test_grid_matched_loss_snapshots():
+    Xa, Xb, Y = _toy()
+    g0 = al.train_pair_grid(
+        Xa,
+        Xb,
+        Y,
+        [6, 8, 3],
+        [6, 7, 3],
+        eta=0.05,
+        batch_size=None,
+        steps=200,
+        label_noise=0.0,
+        seeds=2,
+        loss_every=5,
+        seed=2,
+    )
+    target = np.stack([g0.loss_a[20, 0], g0.loss_b[30, 0]], axis=-1)  # (S, 2): reached at steps 100 and 150
+    g = al.train_pair_grid(
+        Xa,
+        Xb,
+        Y,
+        [6, 8, 3],
+        [6, 7, 3],
+        eta=0.05,
+        batch_size=None,
+        steps=200,
+        label_noise=0.0,
+        seeds=2,
+        loss_every=5,
+        match_loss=np.stack([target[None], 0.5 * target[None]]),
+        seed=2,
+    )
+    assert g.matched_a.shape == (2, 1, 2, 60, 8) and g.matched_step.shape == (2, 1, 2, 2)
+    for k in range(2):
+        for col, loss in ((0, g.loss_a), (1, g.loss_b)):
+            for s in range(2):
+                first = np.flatnonzero(loss[:, 0, s] <= [target, 0.5 * target][k][s, col])
+                want = g.loss_steps[first[0]] if first.size else -1
+                assert g.matched_step[k, 0, s, col] == want
+                if first.size:
+                    assert g.matched_loss[k, 0, s, col] == loss[first[0], 0, s]
+    assert np.all(g.matched_step[0] >= 0) and np.all(g.matched_loss[0] <= target[None])
+    i = g.matched_step[0, 0, 0, 0] // 5
+    h = nl.mlp_hidden([w[0, :1] for w in g.final_a], Xa)  # shapes only; the snapshot is the record at that step
+    assert h.shape == (1, 60, 8) and np.all(np.isfinite(g.matched_a[0, 0, 0])) and i > 0
+    short = al.train_pair_grid(
+        Xa,
+        Xb,
+        Y,
+        [6, 8, 3],
+        [6, 7, 3],
+        eta=0.05,
+        batch_size=None,
+        steps=200,
+        label_noise=0.0,
+        seeds=2,
+        loss_every=5,
+        match_loss=target[None, None],
+        until_matched=True,
+        seed=2,
+    )
+    assert short.loss_steps[-1] == g.matched_step[0].max() < 200
+
+
+def test_grid_validation():
+    Xa, Xb, Y = _toy()
+    base = dict(batch_size=8, steps=10, seeds=2)
+    with pytest.raises(ValueError, match="eta"):
+        al.train_pair_grid(Xa, Xb, Y, [6, 8, 3], [6, 7, 3], eta=[0.1, -0.1], label_noise=0.1, **base)
+    with pytest.raises(ValueError, match="same number of settings"):
+        al.train_pair_grid(Xa, Xb, Y, [6, 8, 3], [6, 7, 3], eta=[0.1, 0.1], label_noise=[0.1, 0.1, 0.1], **base)
+    with pytest.raises(ValueError, match="label_noise must be >= 0"):
+        al.train_pair_grid(Xa, Xb, Y, [6, 8, 3], [6, 7, 3], eta=0.1, label_noise=[0.1, -0.1], **base)
+    with pytest.raises(ValueError, match="match_loss"):
+        al.train_pair_grid(
+            Xa, Xb, Y, [6, 8, 3], [6, 7, 3], eta=0.1, label_noise=0.1, match_loss=np.ones((2, 2)), **base
+        )
+    with pytest.raises(ValueError, match="record_at"):
+        al.train_pair_grid(Xa, Xb, Y, [6, 8, 3], [6, 7, 3], eta=0.1, label_noise=0.1, record_at=[0, 11], **base)
+    with pytest.raises(ValueError, match="until_matched"):
+        al.train_pair_grid(Xa, Xb, Y, [6, 8, 3], [6, 7, 3], eta=0.1, label_noise=0.1, until_matched=True, **base)
+    with pytest.raises(ValueError, match="sizes_b"):
+        al.train_pair_grid(Xa, Xb, Y, [6, 8, 3], [5, 7, 3], eta=0.1, label_noise=0.1, **base)
+
+
+def test_batched_cosine_knn_matches_the_reference():
+    rng = np.random.default_rng(1)
+    H1 = np.abs(rng.standard_normal((4, 80, 6))) + 0.05  # no zero row: its neighbours would tie
+    H2 = H1 @ np.abs(rng.standard_normal((6, 5))) + 0.3 * np.abs(rng.standard_normal((4, 80, 5)))
+    got = al.cosine_mutual_knn_batch(H1, H2, 7)
+    assert got.shape == (4,)
+    assert np.allclose(got, [vd.cosine_mutual_knn(a, b, 7) for a, b in zip(H1, H2)])
+    assert np.allclose(al.cosine_mutual_knn_batch(H1, 5.0 * H1, 7), 1.0)  # scale of each sample: cosine
+    scaled = H1 * rng.uniform(0.1, 10.0, size=(4, 80, 1))
+    assert np.allclose(al.cosine_mutual_knn_batch(H1, scaled, 7), 1.0)
+    assert al.cosine_mutual_knn_batch(H1[0], H2[0], 7).shape == ()
+    with pytest.raises(ValueError, match="k must be"):
+        al.cosine_mutual_knn_batch(H1, H2, 80)
+    scores = al.similarity_scores(H1, H2)
+    assert list(scores) == list(al.MEASURES) and all(v.shape == (4,) for v in scores.values())
+
+
+def test_unit_imbalance():
+    rng = np.random.default_rng(2)
+    W1 = rng.standard_normal((3, 4, 5))
+    # a balanced second layer: column j of W2 has the norm of row j of W1
+    W2 = rng.standard_normal((3, 2, 4))
+    W2 *= np.linalg.norm(W1, axis=-1)[:, None, :] / np.linalg.norm(W2, axis=-2, keepdims=True)
+    assert np.allclose(al.unit_imbalance([W1, W2]), 0.0, atol=1e-12)
+    W2b = 2.0 * W2  # ‖out‖² = 4‖in‖²: |q| / (in + out) = 3/5
+    assert np.allclose(al.unit_imbalance([W1, W2b]), 0.6)
+    with pytest.raises(ValueError, match="follow"):
+        al.unit_imbalance([W1, W2[:, :, :3]])
+    with pytest.raises(ValueError, match="at least two"):
+        al.unit_imbalance([W1])
+
+
+def test_paired_difference_ci_is_the_interval_of_per_seed_differences():
+    rng = np.random.default_rng(3)
+    shared = rng.standard_normal(8)
+    a, b = shared + 0.3 + 0.05 * rng.standard_normal(8), shared + 0.05 * rng.standard_normal(8)
+    d = vd.paired_difference_ci(a, b)
+    assert np.allclose(d, vd.mean_ci(a - b))
+    w = vd.difference_ci(a, b)
+    assert np.isclose(d[0], w[0]) and (d[2] - d[1]) < 0.5 * (w[2] - w[1])  # the shared variation cancels
+    assert d[1] > 0 and w[1] < 0
+    with pytest.raises(ValueError, match="paired"):
+        vd.paired_difference_ci(a, b[:5])
+
+
+def test_alignment_study_small():
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((80, 6))
+    Y = np.eye(3)[(X[:, 0] > 0).astype(int) + (X[:, 1] > 0).astype(int)]
+    Xa, Xb = X, X[:, ::-1].copy()
+    kw = dict(widths=(8, 12), main_width=12, etas=(0.05, 0.1), steps=200, seeds=2, loss_every=8, gd_loss_every=2, k=3)
+    st = al.alignment_study(Xa[:60], Xb[:60], Y[:60], (Xa[60:], Xb[60:]), sweep_steps=2000, seed=1, **kw)
+    assert ("GD at matched loss", 8, 0.1) in st.scores and ("GD at matched steps", 12, 0.05) in st.scores
+    assert ("SGD", 8, 0.05) not in st.scores
+    assert set(st.scores[("SGD", 12, 0.1)]) == {"kernel alignment", "linear CKA", "mutual 3-NN"}
+    assert all(np.all((r > 0.5) & (r <= 1.0)) for r in st.loss_ratio.values())
+    assert st.series[("GD", 0.1)]["linear CKA"].shape == (st.record_steps.size, 2)
+    assert np.isclose(st.wd_decay, (1 - 0.1 * 1e-2) ** 400)
+    assert set(st.imbalance) == {"initial", "SGD", "SGD without label noise", "GD", "GD + weight decay"}
+    # gradient descent conserves every unit's charge at first order; weight decay shrinks it by (1 - ηγ)^{2T}
+    q0 = st.charges["initial"]
+    for key, want in (("GD", 1.0), ("GD + weight decay", st.wd_decay)):
+        c = (st.charges[key] * q0).sum(-1) / (q0 * q0).sum(-1)
+        assert np.allclose(c, want, rtol=0.05), (key, c, want)
+    with pytest.raises(RuntimeError, match="did not reach"):
+        al.alignment_study(Xa[:60], Xb[:60], Y[:60], (Xa[60:], Xb[60:]), sweep_steps=2, seed=1, **kw)
+    with pytest.raises(ValueError, match="main_width"):
+        al.alignment_study(Xa, Xb, Y, (Xa, Xb), widths=(4, 6), main_width=8)
+    with pytest.raises(ValueError, match="etas"):
+        al.alignment_study(Xa, Xb, Y, (Xa, Xb), etas=(0.05, 0.02))

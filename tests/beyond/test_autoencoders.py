@@ -8,6 +8,8 @@ import torch
 
 from symbreak import nonlinear as nl
 from symbreak import synthesis as sy
+from symbreak.beyond import autoencoders as bae
+from symbreak.beyond._common import _tensor
 from symbreak.engine import DivergenceError
 
 
@@ -112,3 +114,192 @@ def test_ae_sharpness_is_replica_independent(digits):
     assert np.allclose(nl.ae_sharpness(X, W[:1], U[:1], "relu", iters=3, seed=7), many[:1], rtol=1e-12)
     assert np.allclose(nl.ae_sharpness(X, W[:3], U[:3], "relu", iters=3, seed=7), many[:3], rtol=1e-12)
     assert not np.allclose(nl.ae_sharpness(X, W, U, "relu", iters=3, seed=8), many, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# the edge of stability as a measured curve (issue 25, item 4)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_exact_hvp_and_per_sample_curvatures_match_autograd():
+    """The Hessian–vector product without double back-propagation equals autograd's, for a stack
+    mixing the three activations, and the per-sample curvatures average to the Rayleigh quotient."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 6))
+    W, U = rng.standard_normal((3, 6, 2)), rng.standard_normal((3, 2, 6))
+    kinds = ("linear", "relu", "tanh")
+    xs = _tensor(X).T
+    Wt, Ut = _tensor(W, True), _tensor(U, True)
+    fs = (lambda p: p, torch.relu, torch.tanh)
+    losses = [0.5 * ((Wt[i] @ fs[i](Ut[i] @ xs) - xs) ** 2).sum() / 30 for i in range(3)]
+    gW, gU = torch.autograd.grad(sum(losses), (Wt, Ut), create_graph=True)
+    V, Y = torch.from_numpy(rng.standard_normal((3, 6, 2))), torch.from_numpy(rng.standard_normal((3, 2, 6)))
+    aW, aU = torch.autograd.grad((gW * V).sum() + (gU * Y).sum(), (Wt, Ut))
+    curv = bae._Curvature(_tensor(X), _tensor(W), _tensor(U), bae._masks(kinds))
+    hW, hU = curv.hvp(V, Y)
+    assert torch.allclose(hW, aW, atol=1e-12) and torch.allclose(hU, aU, atol=1e-12)
+    assert torch.allclose(curv.loss(), torch.stack([v.detach() for v in losses]), atol=1e-12)
+    rq = (hW * V).sum(dim=(1, 2)) + (hU * Y).sum(dim=(1, 2))
+    assert torch.allclose(curv.per_sample(V, Y).mean(dim=1), rq, atol=1e-12)
+
+
+def test_mean_square_edge_is_gaussian_for_gaussian_data_and_reads_the_data_otherwise(digits):
+    g = np.random.default_rng(1).standard_normal((200_000, 3)) * np.array([2.0, 1.0, 0.5])
+    for b in (1, 4, 32):  # m₄ = 3 for Gaussian data: 2B/(B + 2)
+        assert np.isclose(bae.mean_square_edge(g, b), 2 * b / (b + 2), rtol=0.01)
+    assert bae.mean_square_edge(g, [4, 8]).shape == (2,)
+    # two-point data (±1 along the direction): m₄ = 1, no fluctuation of the curvature, edge 2
+    pm = np.repeat([[1.0, 0.0], [-1.0, 0.0]], 5, axis=0) + np.repeat([[0.0, 0.1], [0.0, -0.1]], 5, axis=0)[::-1]
+    assert np.isclose(bae.mean_square_edge(pm, 7, direction=[1.0, 0.0]), 2.0)
+    X, _ = digits
+    th = nl.pca_theory(X, 4)
+    z = X @ th["basis"][:, 0]
+    m4 = np.mean(z**4) / th["lambdas"][0] ** 2
+    assert np.isclose(bae.mean_square_edge(X, 8), 16 / (7 + m4)) and m4 < 3  # the digits are sub-Gaussian here
+    for bad, match in ((0, "batch_size"), ([[4]], "batch_size")):
+        with pytest.raises(ValueError, match=match):
+            bae.mean_square_edge(X, bad)
+    with pytest.raises(ValueError, match="direction"):
+        bae.mean_square_edge(X, 4, direction=np.zeros(64))
+    with pytest.raises(ValueError, match="at least 2 rows"):
+        bae.mean_square_edge(X[:1], 4)
+
+
+def test_edge_runs_measure_sharpness_and_count_every_divergence(digits):
+    X, _ = digits
+    X = X[:300]
+    W, U = nl.init_autoencoder(X, 3, 3, seed=2)
+    run = bae.edge_of_stability_runs(
+        X,
+        W,
+        U,
+        activations=["relu", "linear", "relu"],
+        etas=[0.1, 0.1, 400.0],
+        batch_size=4,
+        steps=60,
+        n_records=5,
+        n_late=3,
+        first_steps=60,
+        seed=3,
+    )
+    # step 0: the top eigenvalue of the dense Hessian of each replica's full-data loss
+    xs = torch.from_numpy(X).T
+    ref = []
+    for i, fn in enumerate((torch.relu, lambda p: p, torch.relu)):
+
+        def loss(w, u, fn=fn):
+            return 0.5 * ((w @ fn(u @ xs) - xs) ** 2).sum() / X.shape[0]
+
+        w, u = torch.from_numpy(W[i]), torch.from_numpy(U[i])
+        (hww, hwu), (huw, huu) = torch.autograd.functional.hessian(loss, (w, u))
+        p, q = w.numel(), u.numel()
+        H = torch.cat(
+            [torch.cat([hww.reshape(p, p), hwu.reshape(p, q)], 1), torch.cat([huw.reshape(q, p), huu.reshape(q, q)], 1)]
+        )
+        ref.append(float(torch.linalg.eigvalsh(H)[-1]))
+    assert np.allclose(run.sharpness[0], ref, rtol=1e-8)
+    assert run.steps[0] == 0 and run.steps[-1] == 60 and np.all(np.diff(run.steps) > 0)
+    assert run.diverged_at[2] > 0 and np.all(run.diverged_at[:2] == -1)  # the huge rate diverges …
+    assert np.all(np.isfinite(run.sharpness[:, :2])) and np.isnan(run.sharpness[-1, 2])  # … the others run on
+    assert np.allclose(run.tau[:, 0], run.steps * 0.01 / 4)
+    assert run.late_mean(run.loss).shape == (3,) and np.all(run.own_edge()[:, :2] > 0)
+    with pytest.raises(ValueError, match="activations"):
+        bae.edge_of_stability_runs(X, W, U, activations=["relu"], etas=[0.1] * 3, batch_size=4, steps=2)
+    with pytest.raises(ValueError, match="etas"):
+        bae.edge_of_stability_runs(X, W, U, activations=["relu"] * 3, etas=[0.1, -1, 0.1], batch_size=4, steps=2)
+    with pytest.raises(ValueError, match="start"):
+        run.late_mean(run.loss, start=1.5)
+
+
+def test_edge_of_stability_replicas_are_independent(digits):
+    X, _ = digits
+    X = X[:200]
+    W, U = nl.init_autoencoder(X, 3, 3, seed=4)
+    opts = dict(batch_size=4, steps=40, n_records=4, n_late=2, seed=9)
+    many = bae.edge_of_stability_runs(X, W, U, activations=["relu"] * 3, etas=[0.5, 0.7, 0.9], **opts)
+    one = bae.edge_of_stability_runs(X, W[:1], U[:1], activations=["relu"], etas=[0.5], **opts)
+    assert np.allclose(one.sharpness[:, 0], many.sharpness[:, 0], rtol=1e-12)
+
+
+def test_edge_time_and_sweep(digits):
+    X, _ = digits
+    th = nl.pca_theory(X, 4)
+    l1, c1 = th["lambdas"][0], th["c_data"][0]
+    t = bae.edge_time(c1, l1, 2.0, 1.8)
+    s = sy.lambert_scale(1.0, c1, t)  # the Lambert-W law sits on the C.81 ceiling at τ*
+    assert np.isclose(2.0 * l1 * (s + 1 / s), 1.8, rtol=1e-8)
+    with pytest.raises(ValueError, match="no ceiling"):
+        bae.edge_time(c1, l1, 10.0, 1.8)
+    V = th["basis"][:, :4]
+    out = bae.edge_sweep(
+        X[:400],
+        4,
+        {"linear": (V[None], V.T[None].copy())},
+        etas=[4.0],
+        batch_sizes=[8],
+        horizon=0.05,
+        n_records=3,
+        n_late=0,
+        seed=1,
+    )
+    ((b, eta),) = out
+    run, t_star = out[(b, eta)]
+    assert (b, eta) == (8, 4.0) and run.activation == ("linear",) and run.steps[-1] == round(0.05 * t_star * 8 / 16)
+    with pytest.raises(ValueError, match="starts"):
+        bae.edge_sweep(X, 4, {}, etas=[1.0], batch_sizes=[8])
+
+
+def test_clopper_pearson():
+    lo, hi = bae.clopper_pearson(0, 96)
+    assert lo == 0.0 and np.isclose(hi, 1 - 0.025 ** (1 / 96))
+    lo, hi = bae.clopper_pearson(96, 96)
+    assert hi == 1.0 and np.isclose(lo, 0.025 ** (1 / 96))
+    lo, hi = bae.clopper_pearson(3, 10)
+    assert 0.06 < lo < 0.07 and 0.65 < hi < 0.66  # the textbook values 0.0667, 0.6525
+    with pytest.raises(ValueError, match="count"):
+        bae.clopper_pearson(11, 10)
+    with pytest.raises(ValueError, match="level"):
+        bae.clopper_pearson(1, 10, level=1.0)
+
+
+def test_edge_runs_step_as_per_replica_sgd(digits):
+    """The stacked step (own learning rate and activation per replica) is plain SGD: each replica
+    follows ae_gradients on its own minibatches (its stream gives its start vector first, then its
+    minibatches in blocks of 256 steps)."""
+    from symbreak.engine import replica_streams
+
+    X, _ = digits
+    W, U = nl.init_autoencoder(X, 3, 3, seed=1)
+    acts, etas = ["linear", "relu", "tanh"], [0.5, 1.0, 0.7]
+    run = bae.edge_of_stability_runs(
+        X, W, U, activations=acts, etas=etas, batch_size=8, steps=300, n_records=2, n_late=0, seed=3
+    )
+    streams = replica_streams(3, range(3))
+    for g in streams:
+        g.standard_normal(2 * 64 * 3)
+    Wt, Ut, xt = torch.from_numpy(W.copy()), torch.from_numpy(U.copy()), torch.from_numpy(X)
+    for t in range(300):
+        if t % 256 == 0:
+            idx = torch.from_numpy(np.stack([g.integers(0, X.shape[0], size=(256, 8)) for g in streams], axis=1))
+        xb = xt[idx[t % 256]].transpose(1, 2)
+        for i, a in enumerate(acts):
+            _, gW, gU = nl.ae_gradients(Wt[i : i + 1], Ut[i : i + 1], xb[i : i + 1], a)
+            Wt[i] -= etas[i] * gW[0]
+            Ut[i] -= etas[i] * gU[0]
+    assert np.allclose(run.top_scale[-1], (Wt**2).sum(dim=1).amax(dim=1).numpy(), rtol=1e-10)
+
+
+def test_edge_runs_refuse_an_overflowing_hessian():
+    g = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="float64 range"):
+        bae.edge_of_stability_runs(
+            np.full((5, 3), 1e300),
+            g.standard_normal((1, 3, 2)),
+            g.standard_normal((1, 2, 3)),
+            activations=["relu"],
+            etas=[0.1],
+            batch_size=2,
+            steps=3,
+        )
+    with pytest.raises(ValueError, match="float64 range"):
+        bae.mean_square_edge(np.full((5, 3), 1e300), 4)

@@ -10,6 +10,7 @@ CASES = [
     ("book/beyond/index.md", "symbreak.synthesis.lambert_scale"),
     ("book/beyond/autoencoders.md", "symbreak.synthesis.lambert_scale"),
     ("book/beyond/autoencoders.md", "symbreak.nonlinear.ae_drift_terms"),
+    ("book/beyond/relu.md", "symbreak.beyond.relu.expected_gradient_norms"),
 ]
 
 

@@ -179,6 +179,34 @@ def test_simulation_detects_divergence():
         sy.simulate(m, w0, u0, eta=3.0, batch_size=1, steps=400, seed=1)
 
 
+def test_a_diverging_replica_can_stop_while_the_others_go_on():
+    m = sy.KnobModel(theta=np.pi / 2)
+    w0, u0 = sy.on_manifold_point(m, 1.0, 16)
+    run = sy.simulate(m, w0, u0, eta=0.3, batch_size=1, steps=400, seed=1, divergence="stop")
+    gone = run.diverged
+    assert 0 < gone.sum() < 16 and np.all(run.diverged_at[~gone] == -1) and np.all(run.diverged_at[gone] > 0)
+    for r in np.flatnonzero(gone):
+        after = run.steps >= run.diverged_at[r]
+        assert np.isnan(run.w[after, r]).all() and np.isfinite(run.w[~after, r]).all()
+    assert np.isfinite(run.w[:, ~gone]).all()
+    # replica r draws from its own stream: the first two (survivors) run alone give the same numbers
+    assert not gone[:2].any()
+    alone = sy.simulate(m, w0[:2], u0[:2], eta=0.3, batch_size=1, steps=400, seed=1)
+    np.testing.assert_array_equal(alone.w, run.w[:, :2])
+    # and a run in which nothing diverges is the same in both modes
+    calm = [sy.simulate(m, w0, u0, eta=0.05, batch_size=1, steps=200, seed=2, divergence=d) for d in ("raise", "stop")]
+    np.testing.assert_array_equal(calm[0].w, calm[1].w)
+
+
+def test_divergence_mode_is_validated():
+    m = sy.KnobModel()
+    w0, u0 = sy.on_manifold_point(m, 1.0, 2)
+    with pytest.raises(ValueError, match="divergence"):
+        sy.simulate(m, w0, u0, eta=0.1, batch_size=1, steps=1, divergence="ignore")
+    run = sy.simulate(m, w0, u0, eta=0.1, batch_size=1, steps=3)
+    assert run.diverged_at is None and not run.diverged.any()
+
+
 def test_simulation_validation():
     m = sy.KnobModel()
     w0, u0 = sy.on_manifold_point(m, 1.0, 2)

@@ -199,3 +199,44 @@ def test_factor_gradients_match_finite_differences():
                 up[k][i, j] += h
                 dn[k][i, j] -= h
                 assert (energy(up) - energy(dn)) / (2 * h) == pytest.approx(G[k][i, j], rel=1e-6, abs=1e-8)
+
+
+def test_completion_task_is_seeded_and_well_formed():
+    t1, m1, q1 = dln.completion_task(82)
+    t2, m2, q2 = dln.completion_task(82)
+    assert np.array_equal(t1, t2) and np.array_equal(m1, m2) and np.array_equal(q1, q2)
+    assert np.linalg.matrix_rank(t1) == 1
+    assert int((m1 == 0).sum()) == 6 and set(np.unique(m1)) <= {0.0, 1.0}
+    np.testing.assert_allclose(q1 @ q1.T, np.eye(4), atol=1e-12)
+    assert not np.array_equal(t1, dln.completion_task((82, 1))[0])
+
+
+def test_completion_low_rank_ratio_falls_with_the_initial_scale():
+    # the low-rank bias of the beta = infinity flow: sigma_2/sigma_1 shrinks about like alpha
+    r = dln.completion_low_rank_ratios(*dln.completion_task(82), (1e-3, 1e-4), N=3, t_end=60.0)
+    assert r[0] < 0.02 and 0.05 < r[1] / r[0] < 0.15
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(d=1), "d"),
+        (dict(n_missing=16), "n_missing"),
+        (dict(n_missing=-1), "n_missing"),
+    ],
+)
+def test_completion_task_rejects_bad_sizes(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        dln.completion_task(0, **kwargs)
+
+
+def test_completion_low_rank_ratios_rejects_bad_input():
+    t, m, q = dln.completion_task(0)
+    with pytest.raises(ValueError, match="alphas"):
+        dln.completion_low_rank_ratios(t, m, q, (1e-3, -1.0), N=3, t_end=1.0)
+    with pytest.raises(ValueError, match="mask"):
+        dln.completion_low_rank_ratios(t, 0.5 * m, q, (1e-3,), N=3, t_end=1.0)
+    with pytest.raises(ValueError, match="square"):
+        dln.completion_low_rank_ratios(t[:3], m, q, (1e-3,), N=3, t_end=1.0)
+    with pytest.raises(ValueError, match="t_end"):
+        dln.completion_low_rank_ratios(t, m, q, (1e-3,), N=3, t_end=0.0)

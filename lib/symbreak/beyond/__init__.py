@@ -15,6 +15,10 @@ The library behind the part *Beyond the theorems*:
     The cells of the first page's synthesis table: the realised one-step charge changes of the
     Platonic and autoencoder models, the generator divergence (volume term), and the square deep
     linear network's gradient flow and isotropic-noise walk.
+``symbreak.beyond.relu``
+    One-hidden-layer ReLU networks with biases: the per-neuron rescaling charges, their exact
+    one-step change and expected drift under SGD with label noise, gradient balance, and the
+    unit-mixing generators a ReLU layer loses (the page *What survives in ReLU networks*).
 ``symbreak.beyond.verdicts``
     Confidence intervals over replicas for the part's verdicts, mutual k-NN with the cosine
     distance, and the Noether defect of a tanh autoencoder (the first-order charge drift).
@@ -30,7 +34,7 @@ for the nonlinear networks; the knob model needs only the core dependencies.
 
 from __future__ import annotations
 
-from . import table, verdicts
+from . import relu, table, verdicts
 from ._common import ACTIVATIONS
 from .alignment import PairRun, init_mlp, kernel_alignment, linear_cka, mlp_hidden, mutual_knn, train_mlp_pair
 from .autoencoders import (
@@ -46,6 +50,7 @@ from .autoencoders import (
 from .data import load_digits_data, pca_theory
 
 __all__ = [
+    "relu",
     "table",
     "verdicts",
     "ACTIVATIONS",

@@ -58,6 +58,7 @@ from ..lambert import lambert_w_scale
 from ..validation import (
     check_allocation,
     check_array,
+    check_choice,
     check_int,
     check_nonnegative,
     check_positive,
@@ -377,7 +378,9 @@ def on_manifold_point(model: KnobModel, s: float, replicas: int = 1):
 @dataclass
 class KnobRun:
     """Recorded ensemble: ``steps`` (T,), ``tau`` (T,) = steps η²/B, ``w`` (T, R, m), ``u`` (T, R),
-    and the realised per-step charge change averaged over the run, ``mean_dq`` (R,)."""
+    and the realised per-step charge change averaged over the run, ``mean_dq`` (R,); with
+    ``divergence="stop"``, ``diverged_at`` (R,) is the step at which each replica left the bounded
+    region (``-1`` for one that did not), and a stopped replica's later records are NaN."""
 
     steps: np.ndarray
     tau: np.ndarray
@@ -385,6 +388,14 @@ class KnobRun:
     u: np.ndarray
     mean_dq: np.ndarray
     mean_dq_expected: np.ndarray
+    diverged_at: np.ndarray | None = None
+
+    @property
+    def diverged(self) -> np.ndarray:
+        """Which replicas diverged (R,) (all False for a run that raises on divergence)."""
+        if self.diverged_at is None:
+            return np.zeros(self.u.shape[1], dtype=bool)
+        return self.diverged_at >= 0
 
     @property
     def q(self) -> np.ndarray:
@@ -408,6 +419,7 @@ def simulate(
     sigma_p2: float = 0.0,
     record_every: int = 1,
     seed=None,
+    divergence: str = "raise",
 ) -> KnobRun:
     """SGD (and optionally Langevin parameter noise) on the knob model, as one vectorised ensemble.
 
@@ -436,11 +448,16 @@ def simulate(
         Seed of the run: replica ``r`` draws from its own stream
         (:func:`symbreak.engine.replica_streams`), so its numbers depend only on ``(seed, r)``,
         not on how many replicas run.
+    divergence : {"raise", "stop"}
+        What a replica whose parameters leave the bounded region (``|w|, |u| > 10⁶``) does: raise
+        :class:`~symbreak.engine.DivergenceError` (the default), or stop there while the others go
+        on, its step recorded in ``KnobRun.diverged_at`` (to count how many replicas diverge within
+        a horizon).
 
     Raises
     ------
     symbreak.engine.DivergenceError
-        If a replica's parameters leave every bounded region.
+        If a replica's parameters leave every bounded region and ``divergence="raise"``.
     """
     model = _check_model(model)
     w = check_array("w0", w0, ndim=2).copy()
@@ -453,6 +470,7 @@ def simulate(
     b = check_int("batch_size", batch_size, minimum=1)
     steps = check_int("steps", steps, minimum=1)
     sigma_p2 = check_nonnegative("sigma_p2", sigma_p2)
+    stop = check_choice("divergence", divergence, ("raise", "stop")) == "stop"
     rec = record_steps(steps, record_every)
     check_allocation("records × replicas × (m + 1) (the recorded parameters)", rec.size * w.shape[0] * (model.m + 1))
     # one stream per replica (engine.replica_streams): replica r's numbers depend only on (seed, r)
@@ -462,11 +480,12 @@ def simulate(
     sp = np.sqrt(sigma_p2)
     block = 256
     with np.errstate(over="ignore", invalid="ignore"):  # a diverging replica is reported below, not warned
-        return _loop(model, w, u, v, eta, b, steps, sigma_p2, sp, rec, rng, noise_sd, block)
+        return _loop(model, w, u, v, eta, b, steps, sigma_p2, sp, rec, rng, noise_sd, block, stop)
 
 
-def _loop(model, w, u, v, eta, b, steps, sigma_p2, sp, rec, rng, noise_sd, block):
+def _loop(model, w, u, v, eta, b, steps, sigma_p2, sp, rec, rng, noise_sd, block, stop):
     r, m = w.shape
+    diverged_at = np.full(r, -1) if stop else None
     ws, us = np.empty((rec.size, r, m)), np.empty((rec.size, r))
     sum_dq, sum_dq_exp = np.zeros(r), np.zeros(r)
     k2 = model.lam**2 * (1.0 + 2.0 / b)
@@ -503,10 +522,20 @@ def _loop(model, w, u, v, eta, b, steps, sigma_p2, sp, rec, rng, noise_sd, block
             u += par_blk[t % block, :, m]
         sum_dq += np.sum(w * w, axis=1) - u * u - q_before
         mag = np.maximum(np.max(np.abs(w), axis=1), np.abs(u))
-        if not (mag.max() <= DIVERGENCE_LIMIT):  # also catches NaN
-            check_divergence(mag, step=t + 1, limit=DIVERGENCE_LIMIT, params={"eta": eta, "batch_size": b})
+        if not (mag.max() <= DIVERGENCE_LIMIT):  # also catches NaN (and a stopped replica's NaN)
+            if not stop:
+                check_divergence(mag, step=t + 1, limit=DIVERGENCE_LIMIT, params={"eta": eta, "batch_size": b})
+            new = ~(mag <= DIVERGENCE_LIMIT) & (diverged_at < 0)
+            diverged_at[new] = t + 1
+            w[new], u[new] = np.nan, np.nan  # a stopped replica stays NaN; the others go on
     return KnobRun(
-        steps=rec, tau=rec * eta**2 / b, w=ws, u=us, mean_dq=sum_dq / steps, mean_dq_expected=sum_dq_exp / steps
+        steps=rec,
+        tau=rec * eta**2 / b,
+        w=ws,
+        u=us,
+        mean_dq=sum_dq / steps,
+        mean_dq_expected=sum_dq_exp / steps,
+        diverged_at=diverged_at,
     )
 
 

@@ -22,7 +22,15 @@ import numpy as np
 
 from ..validation import check_array, check_real, finite_result
 
-__all__ = ["mean_ci", "difference_ci", "jackknife_se", "verdict", "cosine_mutual_knn", "noether_defect"]
+__all__ = [
+    "mean_ci",
+    "difference_ci",
+    "paired_difference_ci",
+    "jackknife_se",
+    "verdict",
+    "cosine_mutual_knn",
+    "noether_defect",
+]
 
 
 def _sample(name, values) -> np.ndarray:
@@ -70,6 +78,20 @@ def difference_ci(a, b, level: float = 0.95) -> tuple[float, float, float]:
     dof = (va + vb) ** 2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1))
     half = float(stats.t.ppf(0.5 + level / 2, dof) * se)
     return diff, diff - half, diff + half
+
+
+def paired_difference_ci(a, b, level: float = 0.95) -> tuple[float, float, float]:
+    """``mean(a − b)`` over seeds and its Student-t interval, for *paired* runs: ``(difference, low, high)``.
+
+    ``a[s]`` and ``b[s]`` come from runs that share seed ``s`` (the same initialisation, data views
+    and minibatches), so they are not independent and Welch's interval (:func:`difference_ci`)
+    would count their shared variation twice; the interval is that of :func:`mean_ci` of the
+    per-seed differences, with ``n − 1`` degrees of freedom.
+    """
+    a, b = _sample("a", a), _sample("b", b)
+    if a.size != b.size:
+        raise ValueError(f"a and b must hold one value per seed each (paired), got {a.size} and {b.size}")
+    return mean_ci(a - b, level)
 
 
 def jackknife_se(statistic, *samples) -> float:

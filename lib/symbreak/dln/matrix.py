@@ -12,6 +12,7 @@ import numpy as np
 from scipy import integrate
 
 from ..engine import Configuration, DivergenceError, record_steps, run_ensemble
+from ..rng import make_rng
 from ..validation import (
     MAX_STEPS,
     check_array,
@@ -46,6 +47,8 @@ __all__ = [
     "matrix_velocity",
     "matrix_flow_jacobian",
     "matrix_flow",
+    "completion_task",
+    "completion_low_rank_ratios",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -454,3 +457,88 @@ def train_factors(Ws, *, N, beta, step, steps, p=None, energy=None, record_every
     )[0]
     Ws = [run.final[f"W{k}"][0] for k in range(N)]
     return {"times": grid * step, "sigma": run.sigma[0], "balance": run.balance[0], "Ws": Ws, "X": end_to_end(Ws)}
+
+
+# ---------------------------------------------------------------------------------------------
+# the matrix-completion example (Sec. 8.2 of the paper, as the book sets it up)
+# ---------------------------------------------------------------------------------------------
+
+
+def completion_task(seed, *, d: int = 4, n_missing: int = 6):
+    """A draw of the book's matrix-completion example (the paper's Sec. 8.2 setting).
+
+    The target is a rank-one ``d×d`` matrix ``a bᵀ`` with standard normal factors; ``n_missing``
+    entries, chosen uniformly, are unobserved; the start direction ``Q0`` is the orthogonal factor of
+    a standard normal matrix. The energy is ``E(X) = ½‖M ⊙ (X − a bᵀ)‖²_F`` with the 0/1 mask ``M``.
+
+    Parameters
+    ----------
+    seed : int or tuple of int
+        Seed of the draw (:func:`symbreak.rng.make_rng`; ``BOOK_SEED`` shifts it).
+    d : int
+        Size of the matrix, at least 2.
+    n_missing : int
+        Number of unobserved entries, from 0 to ``d² − 1``.
+
+    Returns
+    -------
+    target, mask, Q0 : ndarray
+        The rank-one target, the 0/1 mask of observed entries, and the orthogonal start direction.
+    """
+    d = check_int("d", d, minimum=2, maximum=64)
+    n_missing = check_int("n_missing", n_missing, minimum=0, maximum=d * d - 1)
+    rng = make_rng(seed)
+    target = rng.standard_normal((d, 1)) @ rng.standard_normal((1, d))
+    mask = np.ones(d * d)
+    mask[rng.permutation(d * d)[:n_missing]] = 0.0
+    mask = mask.reshape(d, d)
+    Q0 = np.linalg.qr(rng.standard_normal((d, d)))[0]
+    return target, mask, Q0
+
+
+def completion_low_rank_ratios(target, mask, Q0, alphas, *, N, t_end: float, rtol: float = 1e-8, atol: float = 1e-12):
+    """``σ₂/σ₁`` of the β = ∞ matrix flow (1.1) of the completion energy at ``t_end``, from ``α Q0``
+    for each ``α`` in ``alphas`` (the low-rank implicit bias: small when ``α`` is small and the flow
+    has converged).
+
+    Parameters
+    ----------
+    target, mask, Q0 : array_like
+        A task of :func:`completion_task` (``d×d`` each; ``mask`` of 0s and 1s).
+    alphas : sequence of float
+        Initial scales, each positive.
+    N : int
+        Depth of the network, at least 1.
+    t_end : float
+        Time at which the ratio is read, positive.
+    rtol, atol : float
+        Tolerances of :func:`matrix_flow`.
+
+    Returns
+    -------
+    ndarray
+        ``σ₂/σ₁`` at ``t_end`` for each ``α``.
+    """
+    target = check_array("target", target, ndim=2)
+    mask = check_array("mask", mask, ndim=2)
+    Q0 = check_array("Q0", Q0, ndim=2)
+    if not (target.shape == mask.shape == Q0.shape and target.shape[0] == target.shape[1]):
+        raise ValueError(
+            f"target, mask and Q0 must be square of one shape, got {target.shape}, {mask.shape}, {Q0.shape}"
+        )
+    if not np.all((mask == 0.0) | (mask == 1.0)):
+        raise ValueError("mask must hold only 0s and 1s")
+    alphas = check_array("alphas", alphas, ndim=1)
+    if alphas.size == 0 or np.any(alphas <= 0):
+        raise ValueError("alphas must be a non-empty sequence of positive scales")
+    t_end = check_positive("t_end", t_end)
+
+    def grad(X):
+        return mask * (X - target)
+
+    out = []
+    for alpha in alphas:
+        path = matrix_flow(alpha * Q0, np.array([0.0, t_end]), N=N, beta=np.inf, grad_energy=grad, rtol=rtol, atol=atol)
+        sv = np.linalg.svd(path[-1], compute_uv=False)
+        out.append(sv[1] / sv[0])
+    return np.array(out)

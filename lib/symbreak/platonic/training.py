@@ -14,6 +14,7 @@ from ..engine import (
     Configuration,
     WishartBlockSampler,
     _compiled,
+    n_workers,
     record_steps,
     run_ensemble,
 )
@@ -312,13 +313,241 @@ def _edln_sgd_block(
                 W[r0 + q, x] = Wg[x, q]
 
 
+#: Steps between two divergence checks of a Platonic run (one call of the compiled step each; a
+#: check every 8 steps cost ~20% of a two-replica run). The trajectories do not depend on it.
+_CHECK_EVERY = 64
+
+#: Full-batch gradient descent of :class:`_PlatonicModel` in compiled blocks (False: the batched NumPy
+#: step of :func:`symbreak.platonic.population._entropy_and_loss_gradients`, the reference).
+_COMPILED_GD = True
+#: From this many replica-steps on (about 0.1 s of the compiled step), train_gd splits its replicas over
+#: the cores by default.
+_GD_THREADED_WORK = 20_000
+
+
+def _edln_gd_block(
+    t0, t1, step0, W, offs, dims, MI, MO, V, SX, SE, lr, wd, use_wd, warm, g0, dec, gw, use_s
+):  # pragma: no cover
+    """Steps ``t0 … t1 − 1`` of full-batch gradient descent on ``L + γ S + λ Σ‖W_i‖²`` for every
+    replica of an EDLN, compiled (numba, ``nogil``): the update of :meth:`_PlatonicModel.step` with
+    ``∇(L + γS)`` of :func:`symbreak.platonic.population._entropy_and_loss_gradients` (P-Eq. 14's
+    ``S``, reverse mode by hand), operation for operation, each small product summed in the order of
+    its inner index (BLAS may sum in another order): the numbers agree with the NumPy path to rounding.
+
+    ``W`` (R, Σ d_i d_{i−1}) the replicas' weights, layer ``i`` row-major from ``offs[i]``;
+    ``dims = (n, d_1, …, d_{D−1}, m)``; ``MI`` the input map ``M^I Z``, ``MO`` the output map, ``V``
+    the target ``V*``, ``SX``, ``SE`` the covariances ``Σx``, ``Σε``; ``lr``, ``wd``, ``g0`` (γ),
+    ``dec`` (γ's decay per step) one per replica; ``warm`` the learning-rate warm-up and ``gw`` the
+    γ warm-up in steps (0: none), ``use_s`` whether any γ is non-zero, ``step0`` the global step of
+    ``t0``.
+    """
+    depth = dims.size - 1
+    n = dims[0]
+    m = dims[depth]
+    big = 0
+    for i in range(depth + 1):
+        big = max(big, dims[i])
+    nw = W.shape[1]
+    P = np.zeros((depth + 1, big, n))
+    Q = np.zeros((depth, m, big))
+    PB = np.zeros((depth, big, n))
+    QB = np.zeros((depth, m, big))
+    A = np.empty((m, n))
+    ASX = np.empty((m, n))
+    AB = np.empty((m, n))
+    ASB = np.empty((m, n))
+    OM = np.empty((m, m))
+    PS = np.empty((big, n))
+    Z = np.empty((big, n))
+    X = np.empty((big, big))
+    PTX = np.empty((n, big))
+    Y = np.empty((big, n))
+    OQ = np.empty((m, big))
+    T = np.empty((big, n))
+    G = np.empty(nw)
+    for i in range(n):
+        for j in range(n):
+            P[0, i, j] = MI[i, j]
+    for i in range(m):
+        for j in range(m):
+            Q[depth - 1, i, j] = MO[i, j]
+    for r in range(W.shape[0]):
+        Wr = W[r]
+        for t in range(t0, t1):
+            step = step0 + t - t0
+            eta = lr[r] * ((step + 1) / warm) if (warm > 0 and step < warm) else lr[r]
+            gamma = 0.0
+            if use_s:
+                ramp = min(max((step - gw) / gw, 0.0), 1.0) if gw > 0 else 1.0
+                gamma = ramp * (g0[r] * dec[r] ** float(max(step - 2 * gw, 0)))
+            # prefix maps P_l = W_l P_{l-1} (dims[l] × n), suffix maps Q_l = Q_{l+1} W_{l+1} (m × dims[l+1])
+            for lay in range(depth):
+                o, dout, din = offs[lay], dims[lay + 1], dims[lay]
+                for i in range(dout):
+                    for j in range(n):
+                        s = 0.0
+                        for k in range(din):
+                            s += Wr[o + i * din + k] * P[lay, k, j]
+                        P[lay + 1, i, j] = s
+            for lay in range(depth - 2, -1, -1):
+                o, dout, din = offs[lay + 1], dims[lay + 2], dims[lay + 1]
+                for i in range(m):
+                    for j in range(din):
+                        s = 0.0
+                        for k in range(dout):
+                            s += Q[lay + 1, i, k] * Wr[o + k * din + j]
+                        Q[lay, i, j] = s
+            # A = M^O P_D − V*, A Σx, Ā = 2 A Σx
+            for i in range(m):
+                for j in range(n):
+                    s = 0.0
+                    for k in range(m):
+                        s += MO[i, k] * P[depth, k, j]
+                    A[i, j] = s - V[i, j]
+            for i in range(m):
+                for j in range(n):
+                    s = 0.0
+                    for k in range(n):
+                        s += A[i, k] * SX[k, j]
+                    ASX[i, j] = s
+                    AB[i, j] = 2.0 * s
+            if gamma != 0.0:
+                # Ω = A Σx Aᵀ + Σε
+                for i in range(m):
+                    for j in range(m):
+                        s = 0.0
+                        for k in range(n):
+                            s += ASX[i, k] * A[j, k]
+                        OM[i, j] = s + SE[i, j]
+                for i in range(m):
+                    for j in range(n):
+                        ASB[i, j] = 0.0
+                for lay in range(depth):
+                    di, do = dims[lay], dims[lay + 1]
+                    tt = 0.0  # t = tr(K_i Σx) = Σ (P_i Σx) ∘ P_i
+                    for i in range(di):
+                        for j in range(n):
+                            s = 0.0
+                            for k in range(n):
+                                s += P[lay, i, k] * SX[k, j]
+                            PS[i, j] = s
+                            tt += s * P[lay, i, j]
+                    for i in range(do):  # Z = Q_iᵀ A Σx
+                        for j in range(n):
+                            s = 0.0
+                            for k in range(m):
+                                s += Q[lay, k, i] * ASX[k, j]
+                            Z[i, j] = s
+                    for i in range(di):  # X = P_i Zᵀ
+                        for j in range(do):
+                            s = 0.0
+                            for k in range(n):
+                                s += P[lay, i, k] * Z[j, k]
+                            X[i, j] = s
+                    for i in range(m):  # Ω Q_i
+                        for j in range(do):
+                            s = 0.0
+                            for k in range(m):
+                                s += OM[i, k] * Q[lay, k, j]
+                            OQ[i, j] = s
+                    if lay <= depth - 2:  # Q̄_i = 8 t Ω Q_i + 16 A Σx (P_iᵀ X)
+                        for i in range(n):
+                            for j in range(do):
+                                s = 0.0
+                                for k in range(di):
+                                    s += P[lay, k, i] * X[k, j]
+                                PTX[i, j] = s
+                        for i in range(m):
+                            for j in range(do):
+                                s = 0.0
+                                for k in range(n):
+                                    s += ASX[i, k] * PTX[k, j]
+                                QB[lay, i, j] = (8.0 * tt) * OQ[i, j] + 16.0 * s
+                    if lay >= 1:  # P̄_i = 8 b P_i Σx + 16 X Z, b = tr(Γ_{i+1} Ω)
+                        b = 0.0
+                        for i in range(m):
+                            for j in range(do):
+                                b += Q[lay, i, j] * OQ[i, j]
+                        for i in range(di):
+                            for j in range(n):
+                                s = 0.0
+                                for k in range(do):
+                                    s += X[i, k] * Z[k, j]
+                                PB[lay, i, j] = (8.0 * b) * PS[i, j] + 16.0 * s
+                    for i in range(do):  # Y = 8 t Z + 16 Xᵀ P_i Σx
+                        for j in range(n):
+                            s = 0.0
+                            for k in range(di):
+                                s += X[k, i] * PS[k, j]
+                            Y[i, j] = (8.0 * tt) * Z[i, j] + 16.0 * s
+                    for i in range(m):  # Ā_S += Q_i Y
+                        for j in range(n):
+                            s = 0.0
+                            for k in range(do):
+                                s += Q[lay, i, k] * Y[k, j]
+                            ASB[i, j] = ASB[i, j] + s
+                for lay in range(depth - 2, 0, -1):  # P[i] feeds P[i+1] = W_i P[i]
+                    o, dout, din = offs[lay], dims[lay + 1], dims[lay]
+                    for i in range(din):
+                        for j in range(n):
+                            s = 0.0
+                            for k in range(dout):
+                                s += Wr[o + k * din + i] * PB[lay + 1, k, j]
+                            PB[lay, i, j] = PB[lay, i, j] + s
+                for lay in range(1, depth - 1):  # Q[i] feeds Q[i-1] = Q[i] W_i
+                    o, dout, din = offs[lay], dims[lay + 1], dims[lay]
+                    for i in range(m):
+                        for j in range(dout):
+                            s = 0.0
+                            for k in range(din):
+                                s += QB[lay - 1, i, k] * Wr[o + j * din + k]
+                            QB[lay, i, j] = QB[lay, i, j] + s
+                for i in range(m):
+                    for j in range(n):
+                        AB[i, j] = AB[i, j] + gamma * ASB[i, j]
+            # every layer's gradient (Q_iᵀ Ā) P_iᵀ + γ (P̄_{i+1} P_iᵀ + Q_iᵀ Q̄_{i−1}) from the old weights
+            for lay in range(depth):
+                o, dout, din = offs[lay], dims[lay + 1], dims[lay]
+                for i in range(dout):
+                    for j in range(n):
+                        s = 0.0
+                        for k in range(m):
+                            s += Q[lay, k, i] * AB[k, j]
+                        T[i, j] = s
+                for i in range(dout):
+                    for j in range(din):
+                        s = 0.0
+                        for k in range(n):
+                            s += T[i, k] * P[lay, j, k]
+                        if gamma != 0.0:
+                            gi = 0.0
+                            if lay + 1 <= depth - 1:
+                                s2 = 0.0
+                                for k in range(n):
+                                    s2 += PB[lay + 1, i, k] * P[lay, j, k]
+                                gi = gi + s2
+                            if lay >= 1:
+                                s2 = 0.0
+                                for k in range(m):
+                                    s2 += Q[lay, k, i] * QB[lay - 1, k, j]
+                                gi = gi + s2
+                            s = s + gamma * gi
+                        x = o + i * din + j
+                        if use_wd:
+                            s = s + (2.0 * wd[r]) * Wr[x]
+                        G[x] = s
+            for x in range(nw):
+                Wr[x] = Wr[x] - eta * G[x]
+
+
 class _PlatonicModel:
     """A batch of EDLN replicas for :func:`symbreak.engine.run_ensemble`: online SGD (Wishart
     minibatch moments) or full-batch gradient descent on ``L + γ S + λ Σ‖W_i‖²``.
 
     Online SGD takes its steps in compiled blocks (:func:`_edln_sgd_block`, one call per block of
-    steps for the whole chunk, without the GIL) unless ``_COMPILED_SGD`` is false: then, as gradient
-    descent always does, one batched NumPy step at a time (the reference the tests compare with)."""
+    steps for the whole chunk, without the GIL) unless ``_COMPILED_SGD`` is false, and gradient
+    descent likewise (:func:`_edln_gd_block`) unless ``_COMPILED_GD`` is false: then one batched
+    NumPy step at a time (the reference the tests compare with)."""
 
     def __init__(
         self,
@@ -355,23 +584,18 @@ class _PlatonicModel:
         else:
             self.g0, self.dec, self.gamma_warmup = gamma[reps], decay[reps], gamma_warmup
             self.use_s = bool(np.any(self.g0 != 0))
+            self.fused = _COMPILED_GD and self.dtype == np.float64
+            if self.fused:
+                self._fuse_gd()
 
     def _fuse(self):
         """Move the weights into one flat array per replica (``self.w`` become views of it) and
         take the steps by :func:`_edln_sgd_block`."""
-        net, r = self.net, len(self.w[0])
-        shapes = net.shapes
-        sizes = [a * b for a, b in shapes]
-        offs = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        dt = self.dtype
-        flat = np.empty((r, int(offs[-1])), dt)
-        for i, (a, (dout, din)) in enumerate(zip(self.w, shapes)):
-            flat[:, offs[i] : offs[i + 1]] = a.reshape(r, -1)
-        self.flat = flat
-        self.w = [flat[:, offs[i] : offs[i + 1]].reshape(r, *shapes[i]) for i in range(net.depth)]
-        dims = np.array((net.n,) + net.widths + (net.m,), dtype=np.int64)
+        net, dt = self.net, self.dtype
+        offs, dims = self._flatten()
+        flat = self.flat
         big, n, m, depth = int(dims.max()), net.n, net.m, net.depth
-        self.consts = (offs[:-1].copy(), dims, np.ascontiguousarray(net.input_map, dt), np.ascontiguousarray(net.m_out, dt),
+        self.consts = (offs, dims, np.ascontiguousarray(net.input_map, dt), np.ascontiguousarray(net.m_out, dt),
                        np.ascontiguousarray(self.task.v_star, dt), np.ascontiguousarray(self.lr, dt),
                        np.ascontiguousarray(self.wd, dt), self.use_wd, int(self.lr_warmup))  # fmt: skip
         self.points = self.sampler.points_only  # B < n + m: the kernel forms the moments from the points
@@ -382,6 +606,33 @@ class _PlatonicModel:
                         e(flat.shape[1], g), e(d, n, g), e(d, nb, g), e(d, nb, g), e(g), e(g), e(g))  # fmt: skip
         self.kernel = _compiled(_edln_sgd_block)
         self.steps = self._steps
+
+    def _flatten(self):
+        """Move the weights into one flat array per replica (``self.w`` become views of it); return
+        the layers' offsets and ``dims = (n, d_1, …, d_{D−1}, m)``."""
+        net, r = self.net, len(self.w[0])
+        shapes = net.shapes
+        offs = np.concatenate([[0], np.cumsum([a * b for a, b in shapes])]).astype(np.int64)
+        flat = np.empty((r, int(offs[-1])), self.dtype)
+        for i, a in enumerate(self.w):
+            flat[:, offs[i] : offs[i + 1]] = a.reshape(r, -1)
+        self.flat = flat
+        self.w = [flat[:, offs[i] : offs[i + 1]].reshape(r, *shapes[i]) for i in range(net.depth)]
+        return offs[:-1].copy(), np.array((net.n,) + net.widths + (net.m,), dtype=np.int64)
+
+    def _fuse_gd(self):
+        """Take the gradient-descent steps by :func:`_edln_gd_block` (one call per block of steps)."""
+        offs, dims = self._flatten()
+        c = lambda a: np.ascontiguousarray(a, np.float64)  # noqa: E731
+        net, task = self.net, self.task
+        self.gd_consts = (offs, dims, c(net.input_map), c(net.m_out), c(task.v_star), c(task.sigma_x),
+                          c(task.sigma_eps), c(self.lr), c(self.wd), self.use_wd, int(self.lr_warmup),
+                          c(self.g0), c(self.dec), int(self.gamma_warmup), self.use_s)  # fmt: skip
+        self.kernel = _compiled(_edln_gd_block)
+        self.steps = self._gd_steps
+
+    def _gd_steps(self, _noise, t0, t1, step):
+        self.kernel(t0, t1, step, self.flat, *self.gd_consts)
 
     def _steps(self, noise, t0, t1, step):
         if self.points:  # the block's normals, the factor and c_r / B
@@ -421,6 +672,8 @@ class _PlatonicModel:
                 w[i] = w[i] - self.lr3 * g
 
     def magnitude(self):
+        if hasattr(self, "flat"):  # the compiled steps: every weight of a replica in one row
+            return np.abs(self.flat).max(axis=1)
         return np.max([np.abs(a).max(axis=(1, 2)) for a in self.w], axis=0)
 
     def record(self, mask):
@@ -457,6 +710,7 @@ def _train(net, task, ws, model_kw, params_of, *, steps, record_every, divergenc
         final_names=tuple(f"W{i}" for i in range(net.depth)),
         n_chunks=n_chunks,
         divergence_limit=limit,
+        check_every=_CHECK_EVERY,
         method=method,
         desc=f"Platonic {method}",
     )
@@ -481,7 +735,7 @@ def train_gd(
     lr_warmup: int = 0,
     record_every: int = 100,
     divergence_limit: float = 1e6,
-    n_chunks: int = 1,
+    n_chunks: int | None = None,
 ) -> TrainResult:
     """Full-batch gradient descent on ``L + γ S + λ Σ_i ‖W_i‖²`` with exact gradients.
 
@@ -517,11 +771,13 @@ def train_gd(
     steps, record_every : int
     divergence_limit : float
         A weight magnitude above it raises :class:`~symbreak.engine.DivergenceError`.
-    n_chunks : int
+    n_chunks : int, optional
         Replicas are split into this many chunks, run concurrently on the thread pool of
-        :func:`symbreak.engine.run_ensemble`. The default 1 is fastest for the chapter's small
-        matrices (a few ×few: the time goes to Python-level overhead that holds the GIL); use 2
-        for large ensembles. Results do not depend on ``n_chunks`` or on the number of cores.
+        :func:`symbreak.engine.run_ensemble`. The steps are compiled (``_edln_gd_block``, one
+        replica after another, without the GIL), so two chunks run on two cores. Default: one chunk
+        per core (:func:`symbreak.engine.n_workers`, at most one per replica) from
+        ``_GD_THREADED_WORK`` replica-steps on, else one. Results do not depend on ``n_chunks`` or
+        on the number of cores (each replica's arithmetic is its own; tested).
 
     Returns
     -------
@@ -542,6 +798,8 @@ def train_gd(
             raise ValueError("gamma must be > 0 when gamma_final is given")
         decay = (gf / gamma) ** (1.0 / max(steps - 2 * gamma_warmup, 1))
     lr_warmup = check_int("lr_warmup", lr_warmup, minimum=0)
+    if n_chunks is None:
+        n_chunks = min(n_workers(), r) if r * steps >= _GD_THREADED_WORK else 1
     params = dict(
         method="gd",
         lr=lr,
