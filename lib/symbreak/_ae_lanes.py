@@ -4,7 +4,7 @@ inside the step: the kernel behind :class:`symbreak.autoencoder.sgd._LaneLinearS
 It sits beside the engine, outside the chapter package: a compiled kernel, with no mathematics of
 its own beyond the chapter's update (the pages reach it through
 :func:`symbreak.autoencoder.simulate_sgd`).
-Imported on first use (it imports numba). The kernel is compiled on first use (10–20 s per
+Imported on first use (it imports numba). The kernel is compiled on first use (20–30 s per
 dtype) and cached on disk; numba's cache checks only this file's time stamp, so after editing
 :mod:`symbreak._lanes` or :func:`symbreak._sfc64.bartlett_factor_lane` (which the kernel inlines)
 touch this file or clear its ``__pycache__``.
@@ -13,10 +13,11 @@ touch this file or clear its ``__pycache__``.
 from __future__ import annotations
 
 import numba
+import numba.extending
 import numpy as np  # noqa: F401  (numba's typing of the kernel)
 
 from . import _sfc64
-from ._lanes import vacc, vcopy, vfma, vmul, vstore, vstore_sub, vsub_from
+from ._lanes import vacc, vcopy, vfma, vfmab, vmul, vmulb, vstore, vstore_sub, vsub_from
 
 __all__ = ["_LANES", "_linear_sgd_lanes"]
 
@@ -101,9 +102,226 @@ def _small_left(K, X, S, out, k, d, a0, a1, a2, a3, w):  # pragma: no cover - ru
             c += 1
 
 
+@numba.njit(inline="always")
+def _cols4(X, xo, xs, Y, yo, ys, ysg, t0, t1, out, oo, nb, S, so, sub, a0, a1, a2, a3, n):  # pragma: no cover
+    """Row blocks ``i < nb`` (``nb`` ≤ 4) of one column: ``out[oo + i n : + n] = Σ_t X[xo + t·xs + i n : + n] · Y[y_t]``
+    (``− S[so + i n : + n]`` where ``sub``), ``t`` from ``t0`` to ``t1 − 1`` in order, ``y_{t0} = yo`` and
+    ``y_t = y_{t−1} + ys + (t − 1)·ysg``; the blocks share each load of ``Y``."""
+    x = xo + t0 * xs
+    vmulb(a0, X, x, Y, yo, n)
+    if nb > 1:
+        vmulb(a1, X, x + n, Y, yo, n)
+    if nb > 2:
+        vmulb(a2, X, x + 2 * n, Y, yo, n)
+    if nb > 3:
+        vmulb(a3, X, x + 3 * n, Y, yo, n)
+    y = yo
+    for t in range(t0 + 1, t1):
+        y += ys + (t - 1) * ysg
+        x = xo + t * xs
+        vfmab(a0, X, x, Y, y, n)
+        if nb > 1:
+            vfmab(a1, X, x + n, Y, y, n)
+        if nb > 2:
+            vfmab(a2, X, x + 2 * n, Y, y, n)
+        if nb > 3:
+            vfmab(a3, X, x + 3 * n, Y, y, n)
+    if sub:
+        vstore_sub(a0, S, so, out, oo, n)
+        if nb > 1:
+            vstore_sub(a1, S, so + n, out, oo + n, n)
+        if nb > 2:
+            vstore_sub(a2, S, so + 2 * n, out, oo + 2 * n, n)
+        if nb > 3:
+            vstore_sub(a3, S, so + 3 * n, out, oo + 3 * n, n)
+    else:
+        vstore(a0, out, oo, n)
+        if nb > 1:
+            vstore(a1, out, oo + n, n)
+        if nb > 2:
+            vstore(a2, out, oo + 2 * n, n)
+        if nb > 3:
+            vstore(a3, out, oo + 3 * n, n)
+
+
+@numba.njit(inline="always")
+def _col(X, xo, xs, Y, yo, ys, ysg, t0, t1, out, oo, nb, S, so, sub, a0, a1, a2, a3, n):  # pragma: no cover
+    """:func:`_cols4` for the ``nb`` row blocks of a column, four at a time."""
+    for i in range(0, nb, 4):
+        m = i * n
+        _cols4(X, xo + m, xs, Y, yo, ys, ysg, t0, t1, out, oo + m, min(4, nb - i), S, so + m, sub, a0, a1, a2, a3, n)
+
+
+@numba.njit(inline="always")
+def _rect2(X, xo, xs, Y, yo, yd, ys, t1, out, oo, od, nb, S, so, sd, sub, a0, a1, a2, a3, n):  # pragma: no cover
+    """Row blocks ``i < nb`` (``nb`` ≤ 2) of two columns at once (four independent sums): column ``p``
+    (``p`` = 0, 1) is ``out[oo + p·od + i n : + n] = Σ_{t < t1} X[xo + t·xs + i n : + n] · Y[yo + p·yd + t·ys]``
+    (``− S[so + p·sd + i n : + n]`` where ``sub``), summed in the order of ``t``: :func:`_cols4`'s
+    sums, two columns sharing each load of ``X``."""
+    y2 = yo + yd
+    vmulb(a0, X, xo, Y, yo, n)
+    vmulb(a2, X, xo, Y, y2, n)
+    if nb > 1:
+        vmulb(a1, X, xo + n, Y, yo, n)
+        vmulb(a3, X, xo + n, Y, y2, n)
+    for t in range(1, t1):
+        x = xo + t * xs
+        vfmab(a0, X, x, Y, yo + t * ys, n)
+        vfmab(a2, X, x, Y, y2 + t * ys, n)
+        if nb > 1:
+            vfmab(a1, X, x + n, Y, yo + t * ys, n)
+            vfmab(a3, X, x + n, Y, y2 + t * ys, n)
+    o2 = oo + od
+    if sub:
+        vstore_sub(a0, S, so, out, oo, n)
+        vstore_sub(a2, S, so + sd, out, o2, n)
+        if nb > 1:
+            vstore_sub(a1, S, so + n, out, oo + n, n)
+            vstore_sub(a3, S, so + sd + n, out, o2 + n, n)
+    else:
+        vstore(a0, out, oo, n)
+        vstore(a2, out, o2, n)
+        if nb > 1:
+            vstore(a1, out, oo + n, n)
+            vstore(a3, out, o2 + n, n)
+
+
+@numba.njit(inline="always")
+def _rect(X, xo, xs, Y, yo, yd, ys, t1, out, od, ncol, nb, S, so, sd, sub, a0, a1, a2, a3, n):  # pragma: no cover
+    """Columns ``p < ncol`` of ``out[p·od + i n : + n] = Σ_{t < t1} X[xo + t·xs + i n : + n] · Y[yo + p·yd + t·ys]``
+    (``− S[so + p·sd + i n : + n]`` where ``sub``), for the ``nb`` row blocks: two columns and
+    two blocks at a time (:func:`_rect2`), an odd last column by :func:`_col`."""
+    p = 0
+    while p + 2 <= ncol:
+        for i in range(0, nb, 2):
+            m = i * n
+            _rect2(X, xo + m, xs, Y, yo + p * yd, yd, ys, t1, out, p * od + m, od, min(2, nb - i), S,
+                   so + p * sd + m, sd, sub, a0, a1, a2, a3, n)  # fmt: skip
+        p += 2
+    if p < ncol:
+        _col(X, xo, xs, Y, yo + p * yd, ys, 0, 0, t1, out, p * od, nb, S, so + p * sd, sub, a0, a1, a2, a3, n)
+
+
+@numba.njit(inline="always")
+def _single(
+    zaddr,
+    uaddr,
+    gaddr,
+    mt_d,
+    mt_c,
+    boost,
+    inv_a,
+    shape1,
+    mz,
+    mg,
+    V,
+    k,
+    n_steps,
+    f32,
+    F,
+    Ut,
+    W,
+    T,
+    HF,
+    K1,
+    K2,
+    zb,
+    ub,
+    gb,
+    j,
+    n,
+):  # pragma: no cover - run compiled
+    """:func:`_linear_sgd_lanes` for the one replica ``j``, vectorised over the rows of its matrices
+    (``n`` rows per SIMD vector, a literal) instead of over replicas: every entry of every product is
+    the same sequence of IEEE operations as in a lane of :func:`_group` (the same products, summed in
+    the same order, never fused), so the replica's numbers are those it has in a group, bit for bit.
+
+    The matrices are held transposed, a column's rows contiguous and padded with zeros to ``kp``
+    (a multiple of ``n``): ``Ut``, ``W`` (d × kp: ``Ut[c, a] = U[a, c]``, ``W[c, a] = Wᵀ[a, c]``),
+    ``T``, ``HF`` (d × 2kp: the rows of ``N`` or ``η∇_U L̂``, then those of ``U``), ``K1``, ``K2`` (k × kp,
+    symmetric). Each product is a sum over columns of a matrix times one number of another (the
+    number broadcast to every row); a padded row only ever meets padded rows, never a real one."""
+    d = V.shape[2]
+    kp = (k + n - 1) // n * n
+    nk = kp // n
+    k2 = 2 * kp
+    a0, a1, a2, a3 = vacc(F, n), vacc(F, n), vacc(F, n), vacc(F, n)
+    nz = d * (d - 1) // 2
+    for x in range(d * kp):
+        Ut[x] = 0.0
+        W[x] = 0.0
+    for a in range(k):
+        for c in range(d):
+            Ut[c * kp + a] = V[j, a, c]
+            W[c * kp + a] = V[j, k + a, c]
+    zs, zh, zw = _sfc64._load(zaddr[j])
+    us, uh, uw = _sfc64._load(uaddr[j])
+    gs, gh, gw = _sfc64._load(gaddr[j])
+    for _t in range(n_steps):
+        zs, zh, zw, us, gs = _sfc64.bartlett_factor_lane(
+            zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, mz, mg, zb, ub, gb, F, 0, 1, f32
+        )
+        # K1 = Wᵀ W: column b is Σ_c W[c, :] W[c, b]
+        _rect(W, 0, kp, W, 0, 1, kp, d, K1, kp, k, nk, K1, 0, 0, False, a0, a1, a2, a3, n)
+        # T = [N; U], N = K1 U − Wᵀ: column c of N is Σ_b K1[:, b] U[b, c] − Wᵀ[:, c]
+        _rect(K1, 0, kp, Ut, 0, kp, 1, k, T, k2, d, nk, W, 0, kp, True, a0, a1, a2, a3, n)
+        for c in range(d):
+            for i in range(0, kp, n):
+                vcopy(T, c * k2 + kp + i, Ut, c * kp + i, n)
+        # HF = T F: column c is Σ_{l ≥ c} T[:, l] F[l, c] (F[l, c] at l(l+1)/2 + c)
+        for c in range(d):
+            _col(T, 0, k2, F, c * (c + 1) // 2 + c, 1, 1, c, d, HF, c * k2, 2 * nk, HF, 0, False, a0, a1, a2, a3, n)
+        # T = HF Fᵀ: column i is Σ_{c ≤ i} HF[:, c] F[i, c]
+        for i in range(d):
+            _col(HF, 0, k2, F, i * (i + 1) // 2, 1, 0, 0, i + 1, T, i * k2, 2 * nk, T, 0, False, a0, a1, a2, a3, n)
+        # K2 = (U F)(U F)ᵀ
+        _rect(HF, kp, k2, HF, kp, 1, k2, d, K2, kp, k, nk, K2, 0, 0, False, a0, a1, a2, a3, n)
+        # HF[:k] = K2 Wᵀ − U ηΣ̂
+        _rect(K2, 0, kp, W, 0, kp, 1, k, HF, k2, d, nk, T, kp, k2, True, a0, a1, a2, a3, n)
+        for c in range(d):
+            for i in range(0, kp, n):
+                vsub_from(Ut, c * kp + i, T, c * k2 + i, n)
+                vsub_from(W, c * kp + i, HF, c * k2 + i, n)
+    _sfc64._store(zaddr[j], zs, zh, zw)
+    _sfc64._store(uaddr[j], us, uh, uw)
+    _sfc64._store(gaddr[j], gs, gh, gw)
+    for a in range(k):
+        for c in range(d):
+            V[j, a, c] = Ut[c * kp + a]
+            V[j, k + a, c] = W[c * kp + a]
+
+
+def _one(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+         F, Ut, W, T, HF, K1, K2, zb, ub, gb, j):  # fmt: skip
+    """:func:`_single` with one 512-bit vector of rows (:data:`_ROWS`: 16 in float32, 8 in float64),
+    chosen by the dtype when the kernel is compiled (only that width is compiled)."""
+
+
+@numba.extending.overload(_one)
+def _one_overload(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                  F, Ut, W, T, HF, K1, K2, zb, ub, gb, j):  # fmt: skip
+    if F.dtype == numba.types.float32:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, Ut, W, T, HF, K1, K2, zb, ub, gb, j):  # fmt: skip  # pragma: no cover
+            _single(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                    F, Ut, W, T, HF, K1, K2, zb, ub, gb, j, 16)  # fmt: skip
+
+    else:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, Ut, W, T, HF, K1, K2, zb, ub, gb, j):  # fmt: skip  # pragma: no cover
+            _single(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                    F, Ut, W, T, HF, K1, K2, zb, ub, gb, j, 8)  # fmt: skip
+
+    return impl
+
+
 #: Replicas that :func:`_linear_sgd_lanes` steps together, one SIMD lane each (the rest of a chunk
 #: one at a time).
 _LANES = 8
+#: Rows per SIMD vector in :func:`_single` (a chunk's last replicas, one at a time), by dtype.
+_ROWS = {"float64": 8, "float32": 16}
 
 
 @numba.njit(inline="always")
@@ -222,15 +440,23 @@ def _linear_sgd_lanes(
     zb,
     ub,
     gb,
+    Ut1,
+    W1,
+    T1,
+    HF1,
+    K11,
+    K21,
 ):  # pragma: no cover - run compiled
     """``n_steps`` SGD steps of every replica of the stack ``V = [U; Wᵀ]`` (R, 2k, d), drawing each
     step's minibatch inside the step (compiled, numba, ``nogil``).
 
-    The replicas run in groups of ``_LANES`` (the last few one at a time), one SIMD lane
-    each (:mod:`symbreak._lanes`: every quantity of the step is held as ``w`` consecutive numbers,
-    one per replica of the group, and every operation is one vector operation over the group). A
-    lane's arithmetic is the same sequence of IEEE operations whatever the group's width (no fused
-    multiply-adds), so a replica's numbers do not depend on how many replicas run with it. At each
+    The replicas run in groups of ``_LANES``, one SIMD lane each (:mod:`symbreak._lanes`: every
+    quantity of the step is held as ``w`` consecutive numbers, one per replica of the group, and
+    every operation is one vector operation over the group); the last few (a chunk of the book's two
+    seeds is all last few) one at a time, vectorised over the rows of the replica's matrices instead
+    (:func:`_single`). Every entry is the same sequence of IEEE operations on either path (the same
+    products summed in the same order, no fused multiply-adds), so a replica's numbers do not depend
+    on how many replicas run with it, nor on which path it takes. At each
     step, for each replica of the group, :func:`symbreak._sfc64.bartlett_factor_lane` draws the
     Bartlett factor ``F`` (``F Fᵀ = ηΣ̂``)
     from the replica's own three streams (state addresses ``zaddr``, ``uaddr``, ``gaddr``): the same
@@ -282,33 +508,7 @@ def _linear_sgd_lanes(
             8,
         )
         r0 += _LANES
-    while r0 < r_all:  # the rest one at a time
-        _group(
-            zaddr,
-            uaddr,
-            gaddr,
-            mt_d,
-            mt_c,
-            boost,
-            inv_a,
-            shape1,
-            mz,
-            mg,
-            V,
-            k,
-            n_steps,
-            f32,
-            F,
-            U,
-            Wt,
-            T,
-            HF,
-            K1,
-            K2,
-            zb,
-            ub,
-            gb,
-            r0,
-            1,
-        )
+    while r0 < r_all:  # the rest one at a time, vectorised over rows (the same numbers)
+        _one(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+             F, Ut1, W1, T1, HF1, K11, K21, zb, ub, gb, r0)  # fmt: skip
         r0 += 1

@@ -24,7 +24,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["vacc", "vcopy", "vmul", "vfma", "vstore", "vstore_sub", "vsub_from"]
+__all__ = ["vacc", "vcopy", "vfma", "vfmab", "vmul", "vmulb", "vstore", "vstore_sub", "vsub_from"]
 
 
 def _vptr(context, builder, aryty, ary, idx, n):
@@ -86,6 +86,50 @@ def vfma(typingctx, acc, x, i, y, j, n):
         a, xa, i, ya, j, _ = args
         p = _accptr(context, builder, acc, a, size)
         xv, yv = _vload(context, builder, x, xa, i, size), _vload(context, builder, y, ya, j, size)
+        builder.store(builder.fadd(builder.load(p), builder.fmul(xv, yv)), p)
+        return context.get_dummy_value()
+
+    return types.void(acc, x, i, y, j, n), codegen
+
+
+def _vsplat(context, builder, aryty, ary, idx, n):
+    data = context.make_array(aryty)(context, builder, ary).data
+    x = builder.load(builder.gep(data, [idx]))
+    vt = ir.VectorType(context.get_data_type(aryty.dtype), n)
+    return builder.shuffle_vector(
+        builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0)),
+        ir.Constant(vt, ir.Undefined),
+        ir.Constant(ir.VectorType(ir.IntType(32), n), [0] * n),
+    )
+
+
+@intrinsic
+def vmulb(typingctx, acc, x, i, y, j, n):
+    """``acc = x[i : i + n] * y[j]`` (the one number ``y[j]`` in every lane)."""
+    if _lanes(n) is None:
+        return None
+    size = _lanes(n)
+
+    def codegen(context, builder, sig, args):
+        a, xa, i, ya, j, _ = args
+        v = builder.fmul(_vload(context, builder, x, xa, i, size), _vsplat(context, builder, y, ya, j, size))
+        builder.store(v, _accptr(context, builder, acc, a, size))
+        return context.get_dummy_value()
+
+    return types.void(acc, x, i, y, j, n), codegen
+
+
+@intrinsic
+def vfmab(typingctx, acc, x, i, y, j, n):
+    """``acc += x[i : i + n] * y[j]`` (a product, then a sum: two roundings, never fused)."""
+    if _lanes(n) is None:
+        return None
+    size = _lanes(n)
+
+    def codegen(context, builder, sig, args):
+        a, xa, i, ya, j, _ = args
+        p = _accptr(context, builder, acc, a, size)
+        xv, yv = _vload(context, builder, x, xa, i, size), _vsplat(context, builder, y, ya, j, size)
         builder.store(builder.fadd(builder.load(p), builder.fmul(xv, yv)), p)
         return context.get_dummy_value()
 

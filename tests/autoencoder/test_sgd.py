@@ -157,16 +157,19 @@ def test_lane_step_follows_the_numpy_step_to_rounding(dtype, replicas):
         assert [_state(g) for g in (x, *a._aux_streams(x))] == [_state(g) for g in (y, *b._aux_streams(y))]
 
 
+@pytest.mark.parametrize("d, k", [(6, 2), (7, 3), (19, 9), (19, 17)])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_lane_step_replica_does_not_depend_on_its_group(dtype):
+def test_lane_step_replica_does_not_depend_on_its_group(dtype, d, k):
     """A replica's numbers are the same bit for bit whether it runs in a full group of 8 SIMD lanes,
-    among the chunk's last replicas (one at a time), or alone; a replica that diverges (its weights
-    overflow to inf/NaN) leaves the others of its group untouched."""
+    among the chunk's last replicas (one at a time, vectorised over the rows of its matrices), or
+    alone; a replica that diverges (its weights overflow to inf/NaN) leaves the others of its group
+    untouched. Shapes with odd k and d, and with k over one or two vectors of rows (8 in float64, 16
+    in float32; the rows padded), take every branch of the one-replica path."""
     from symbreak.engine import replica_streams
 
-    d, k, r = 6, 2, 11
+    r = 11
     lam = ae.geometric_spectrum(d)
-    batches, etas = np.full(r, 16), np.full(r, 0.02)
+    batches, etas = np.full(r, max(16, d)), np.full(r, 0.02)
     etas[4] = 5.0  # far past the stability edge
     V0 = _pca_stack(r, k, d, dtype)
 
@@ -216,6 +219,8 @@ def test_lane_model_keeps_replicas_and_matches_the_block_path(monkeypatch):
     assert not block.lanes and isinstance(block.stepper, ae.sgd._FusedLinearStepper)
     assert np.abs(block.stepper.V - kept.stepper.V).max() <= 1e-12 * np.abs(block.stepper.V).max()
     assert not np.array_equal(block.stepper.V, kept.stepper.V)  # (a different order of the sums)
+
+
 def test_select_seeds_is_the_run_of_fewer_seeds():
     """The first seeds of a run are the run of that many seeds with the same arguments, bit for bit
     (each seed draws from its own stream), also with another record grid; a bad index is named."""

@@ -209,13 +209,16 @@ class _LaneLinearStepper:
 
     def __init__(self, V: np.ndarray, k: int):
         self.V = V
-        from .._ae_lanes import _LANES, _linear_sgd_lanes  # (imports numba)
+        from .._ae_lanes import _LANES, _ROWS, _linear_sgd_lanes  # (imports numba)
 
         d, dt, n = V.shape[2], V.dtype, _LANES
         self.k = k
+        rows = _ROWS[dt.name]
+        kp = -(-k // rows) * rows  # k rows padded to whole SIMD vectors (the one-replica path)
         e = lambda size: np.zeros(size, dt)  # noqa: E731
         self.scratch = (e(d * (d + 1) // 2 * n), e(k * d * n), e(k * d * n), e(2 * k * d * n), e(2 * k * d * n),
-                        e(k * k * n), e(k * k * n), e(d * (d + 1) // 2), np.zeros(2 * d), e(d))  # fmt: skip
+                        e(k * k * n), e(k * k * n), e(d * (d + 1) // 2), np.zeros(2 * d), e(d),
+                        e(d * kp), e(d * kp), e(2 * d * kp), e(2 * d * kp), e(k * kp), e(k * kp))  # fmt: skip
         self.kernel = _compiled(_linear_sgd_lanes)
 
     def steps(self, args, n_steps: int) -> None:
