@@ -44,6 +44,7 @@ import numpy as np
 import torch
 
 from symbreak import platonic as pl
+from symbreak._ae_lanes import _LANES
 from symbreak.autoencoder import _FusedLinearStepper, _LinearStepper, geometric_spectrum, simulate_sgd
 from symbreak.autoencoder.sgd import _LaneLinearStepper
 from symbreak.engine import WishartBlockSampler, fill_normals, n_workers, replica_streams
@@ -723,7 +724,8 @@ def main() -> None:
         f, b = floors(dtype), breakdown(dtype)
         print(
             f"  {np.dtype(dtype).name}: compiled step {b['lanes']:.2f} µs (each step's Bartlett variates drawn "
-            "inside the step, 8 replicas in SIMD lanes, the update through the factor: what the engine runs) = "
+            f"inside the step, {_LANES[np.dtype(dtype).name]} replicas in SIMD lanes, the update through the factor: "
+            "what the engine runs) = "
             f"{b['lanes'] / (f['rng'] + f['flop']):.1f}x the RNG + FLOP floor; the block path it replaced: random "
             f"variates {b['variates']:.2f} + compiled step {b['compiled']:.2f} (ηΣ̂ = F Fᵀ, then the update's BLAS "
             f"products) = {b['variates'] + b['compiled']:.2f} µs; the batched NumPy path: variates + F Fᵀ "

@@ -291,6 +291,56 @@ def _single(
             V[j, k + a, c] = W[c * kp + a]
 
 
+def _grp(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+         F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip
+    """:func:`_group` with :data:`_LANES` lanes (16 in float32, 8 in float64), chosen by the dtype when
+    the kernel is compiled (only that width is compiled)."""
+
+
+@numba.extending.overload(_grp)
+def _grp_overload(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                  F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip
+    if F.dtype == numba.types.float32:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip  # pragma: no cover
+            _group(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                   F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0, 16)  # fmt: skip
+
+    else:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip  # pragma: no cover
+            _group(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                   F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0, 8)  # fmt: skip
+
+    return impl
+
+
+def _grp8(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+          F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip
+    """:func:`_group` with 8 lanes in float32 (compiled only there; nothing in float64)."""
+
+
+@numba.extending.overload(_grp8)
+def _grp8_overload(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                   F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip
+    if F.dtype == numba.types.float32:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip  # pragma: no cover
+            _group(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                   F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0, 8)  # fmt: skip
+
+    else:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip  # pragma: no cover
+            pass
+
+    return impl
+
+
 def _one(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
          F, Ut, W, T, HF, K1, K2, zb, ub, gb, j):  # fmt: skip
     """:func:`_single` with one 512-bit vector of rows (:data:`_ROWS`: 16 in float32, 8 in float64),
@@ -317,9 +367,9 @@ def _one_overload(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg,
     return impl
 
 
-#: Replicas that :func:`_linear_sgd_lanes` steps together, one SIMD lane each (the rest of a chunk
-#: one at a time).
-_LANES = 8
+#: Replicas that :func:`_linear_sgd_lanes` steps together, one SIMD lane each, by dtype (one 512-bit
+#: vector; in float32 then one group of 8 where 8–15 are left; the rest of a chunk one at a time).
+_LANES = {"float64": 8, "float32": 16}
 #: Rows per SIMD vector in :func:`_single` (a chunk's last replicas, one at a time), by dtype.
 _ROWS = {"float64": 8, "float32": 16}
 
@@ -473,41 +523,20 @@ def _linear_sgd_lanes(
     17,540 for ``F Fᵀ`` then the four products). The same quantity as the NumPy step, summed in
     another order: the trajectories agree to rounding (tested), not bit for bit.
 
-    Scratch (flat, C order, lanes innermost, ``L = _LANES``): ``F`` (d(d+1)/2 · L), ``U``, ``Wt``
+    Scratch (flat, C order, lanes innermost, ``L`` = :data:`_LANES` of the dtype): ``F`` (d(d+1)/2 · L), ``U``, ``Wt``
     (k d L), ``T``, ``HF`` (2k d L), ``K1``, ``K2`` (k k L); ``zb`` (d(d+1)/2) and ``gb`` (d) of the
     dtype, ``ub`` (2d, float64)."""
     r_all = V.shape[0]
     r0 = 0
-    while r0 + _LANES <= r_all:
-        _group(
-            zaddr,
-            uaddr,
-            gaddr,
-            mt_d,
-            mt_c,
-            boost,
-            inv_a,
-            shape1,
-            mz,
-            mg,
-            V,
-            k,
-            n_steps,
-            f32,
-            F,
-            U,
-            Wt,
-            T,
-            HF,
-            K1,
-            K2,
-            zb,
-            ub,
-            gb,
-            r0,
-            8,
-        )
-        r0 += _LANES
+    w = 16 if f32 else 8  # _LANES: one 512-bit vector of replicas
+    while r0 + w <= r_all:
+        _grp(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+             F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0)  # fmt: skip
+        r0 += w
+    if f32 and r0 + 8 <= r_all:  # float32: eight of the last 8–15 in a 256-bit group (the same numbers)
+        _grp8(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+              F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0)  # fmt: skip
+        r0 += 8
     while r0 < r_all:  # the rest one at a time, vectorised over rows (the same numbers)
         _one(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
              F, Ut1, W1, T1, HF1, K11, K21, zb, ub, gb, r0)  # fmt: skip

@@ -124,7 +124,7 @@ def _state(gen):
     return str(gen.bit_generator.state)
 
 
-@pytest.mark.parametrize("replicas", [1, 3, 11])
+@pytest.mark.parametrize("replicas", [1, 3, 11, 19])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_lane_step_follows_the_numpy_step_to_rounding(dtype, replicas):
     """The compiled lane step (each step's Bartlett factor drawn inside the step, replicas in SIMD
@@ -137,7 +137,7 @@ def test_lane_step_follows_the_numpy_step_to_rounding(dtype, replicas):
 
     d, k, m = 7, 3, 10
     lam = ae.geometric_spectrum(d)
-    batches = np.array([7, 9, 128, 20, 7, 33, 64, 7, 12, 50, 8])[:replicas]
+    batches = np.array([7, 9, 128, 20, 7, 33, 64, 7, 12, 50, 8, 7, 9, 100, 7, 16, 7, 30, 11])[:replicas]
     kw = dict(scale=np.linspace(0.01, 0.04, replicas), dtype=dtype, max_steps=m)
     a, b = WishartBlockSampler(np.sqrt(lam), batches, **kw), WishartBlockSampler(np.sqrt(lam), batches, **kw)
     V0 = _pca_stack(replicas, k, d, dtype)
@@ -160,14 +160,15 @@ def test_lane_step_follows_the_numpy_step_to_rounding(dtype, replicas):
 @pytest.mark.parametrize("d, k", [(6, 2), (7, 3), (19, 9), (19, 17)])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_lane_step_replica_does_not_depend_on_its_group(dtype, d, k):
-    """A replica's numbers are the same bit for bit whether it runs in a full group of 8 SIMD lanes,
+    """A replica's numbers are the same bit for bit whether it runs in a group of SIMD lanes (8 in
+    float64; 16, or 8 of the last 8–15, in float32),
     among the chunk's last replicas (one at a time, vectorised over the rows of its matrices), or
     alone; a replica that diverges (its weights overflow to inf/NaN) leaves the others of its group
     untouched. Shapes with odd k and d, and with k over one or two vectors of rows (8 in float64, 16
     in float32; the rows padded), take every branch of the one-replica path."""
     from symbreak.engine import replica_streams
 
-    r = 11
+    r = 27  # float64: three groups of 8, then 3; float32: a group of 16, one of 8, then 3
     lam = ae.geometric_spectrum(d)
     batches, etas = np.full(r, max(16, d)), np.full(r, 0.02)
     etas[4] = 5.0  # far past the stability edge
@@ -185,9 +186,10 @@ def test_lane_step_replica_does_not_depend_on_its_group(dtype, d, k):
     everything = run(np.arange(r))
     assert not np.isfinite(everything[4]).all()
     assert np.isfinite(np.delete(everything, 4, axis=0)).all()
-    for j in (0, 3, 7, 8, 10):  # lanes of the group of 8, and the three run one at a time
+    for j in (0, 3, 7, 8, 15, 16, 23, 24, 26):  # lanes of the groups, and the three run one at a time
         assert np.array_equal(run(np.array([j]))[0], everything[j])
-    assert np.array_equal(run(np.array([8, 9, 10])), everything[8:])
+    assert np.array_equal(run(np.array([24, 25, 26])), everything[24:])
+    assert np.array_equal(run(np.arange(16, 27)), everything[16:])  # float32: 8 in a group of 8, then 3
 
 
 def test_lane_model_keeps_replicas_and_matches_the_block_path(monkeypatch):

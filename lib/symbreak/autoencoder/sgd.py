@@ -211,7 +211,8 @@ class _LaneLinearStepper:
         self.V = V
         from .._ae_lanes import _LANES, _ROWS, _linear_sgd_lanes  # (imports numba)
 
-        d, dt, n = V.shape[2], V.dtype, _LANES
+        d, dt = V.shape[2], V.dtype
+        n = _LANES[dt.name]
         self.k = k
         rows = _ROWS[dt.name]
         kp = -(-k // rows) * rows  # k rows padded to whole SIMD vectors (the one-replica path)
