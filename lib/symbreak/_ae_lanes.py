@@ -238,12 +238,14 @@ def _single(
 
     The matrices are held transposed, a column's rows contiguous and padded with zeros to ``kp``
     (a multiple of ``n``): ``Ut``, ``W`` (d × kp: ``Ut[c, a] = U[a, c]``, ``W[c, a] = Wᵀ[a, c]``),
-    ``T``, ``HF`` (d × 2kp: the rows of ``N`` or ``η∇_U L̂``, then those of ``U``), ``K1``, ``K2`` (k × kp,
+    ``T``, ``HF`` (d × 2kp: the k rows of ``N`` or ``η∇_U L̂``, then from row k those of ``U``, the
+    products over their first 2k rows rounded up to whole vectors), ``K1``, ``K2`` (k × kp,
     symmetric). Each product is a sum over columns of a matrix times one number of another (the
     number broadcast to every row); a padded row only ever meets padded rows, never a real one."""
     d = V.shape[2]
     kp = (k + n - 1) // n * n
     nk = kp // n
+    nt = (2 * k + n - 1) // n  # vectors of the 2k rows of T and HF
     k2 = 2 * kp
     a0, a1, a2, a3 = vacc(F, n), vacc(F, n), vacc(F, n), vacc(F, n)
     nz = d * (d - 1) // 2
@@ -267,21 +269,23 @@ def _single(
         _rect(K1, 0, kp, Ut, 0, kp, 1, k, T, k2, d, nk, W, 0, kp, True, a0, a1, a2, a3, n)
         for c in range(d):
             for i in range(0, kp, n):
-                vcopy(T, c * k2 + kp + i, Ut, c * kp + i, n)
+                vcopy(T, c * k2 + k + i, Ut, c * kp + i, n)
         # HF = T F: column c is Σ_{l ≥ c} T[:, l] F[l, c] (F[l, c] at l(l+1)/2 + c)
         for c in range(d):
-            _col(T, 0, k2, F, c * (c + 1) // 2 + c, 1, 1, c, d, HF, c * k2, 2 * nk, HF, 0, False, a0, a1, a2, a3, n)
+            _col(T, 0, k2, F, c * (c + 1) // 2 + c, 1, 1, c, d, HF, c * k2, nt, HF, 0, False, a0, a1, a2, a3, n)
         # T = HF Fᵀ: column i is Σ_{c ≤ i} HF[:, c] F[i, c]
         for i in range(d):
-            _col(HF, 0, k2, F, i * (i + 1) // 2, 1, 0, 0, i + 1, T, i * k2, 2 * nk, T, 0, False, a0, a1, a2, a3, n)
+            _col(HF, 0, k2, F, i * (i + 1) // 2, 1, 0, 0, i + 1, T, i * k2, nt, T, 0, False, a0, a1, a2, a3, n)
         # K2 = (U F)(U F)ᵀ
-        _rect(HF, kp, k2, HF, kp, 1, k2, d, K2, kp, k, nk, K2, 0, 0, False, a0, a1, a2, a3, n)
+        _rect(HF, k, k2, HF, k, 1, k2, d, K2, kp, k, nk, K2, 0, 0, False, a0, a1, a2, a3, n)
         # HF[:k] = K2 Wᵀ − U ηΣ̂
-        _rect(K2, 0, kp, W, 0, kp, 1, k, HF, k2, d, nk, T, kp, k2, True, a0, a1, a2, a3, n)
+        _rect(K2, 0, kp, W, 0, kp, 1, k, HF, k2, d, nk, T, k, k2, True, a0, a1, a2, a3, n)
         for c in range(d):
             for i in range(0, kp, n):
                 vsub_from(Ut, c * kp + i, T, c * k2 + i, n)
                 vsub_from(W, c * kp + i, HF, c * k2 + i, n)
+            for a in range(k, kp):  # (Ut's padding took rows of U ηΣ̂: cleared for the next copy into T)
+                Ut[c * kp + a] = 0.0
     _sfc64._store(zaddr[j], zs, zh, zw)
     _sfc64._store(uaddr[j], us, uh, uw)
     _sfc64._store(gaddr[j], gs, gh, gw)
