@@ -44,7 +44,9 @@ import numpy as np
 import torch
 
 from symbreak import platonic as pl
+from symbreak._ae_lanes import _LANES
 from symbreak.autoencoder import _FusedLinearStepper, _LinearStepper, geometric_spectrum, simulate_sgd
+from symbreak.autoencoder.sgd import _LaneLinearStepper
 from symbreak.engine import WishartBlockSampler, fill_normals, n_workers, replica_streams
 from symbreak.rng import torch_generator
 
@@ -60,6 +62,17 @@ def _timed(fn, steps: int, warmup: int) -> float:
     for _ in range(steps):
         fn()
     return steps / (time.perf_counter() - t0)
+
+
+def _cpu_timed(fn, steps: int, warmup: int) -> float:
+    """Calls of ``fn`` per second of this process's CPU time (all its threads): what a breakdown of
+    CPU time per replica-step needs, and what a loaded machine does not inflate as it does wall time."""
+    for _ in range(warmup):
+        fn()
+    t0 = time.process_time()
+    for _ in range(steps):
+        fn()
+    return steps / (time.process_time() - t0)
 
 
 def _with_threads(threads, fn):
@@ -427,12 +440,20 @@ def floors(dtype) -> dict:
     def normals_once():  # the step's 210 normals (190 off-diagonal + one per Marsaglia–Tsang gamma), compiled
         fill_normals([rng], zz)
 
-    rate = _timed(rng_once, 10, 2)
+    rate = _cpu_timed(rng_once, 10, 2)
     out = {"numpy_rng": 1e6 / (rate * n)}
-    out["rng"] = 1e6 / (_timed(normals_once, 10, 2) * n)
+    out["rng"] = 1e6 / (_cpu_timed(normals_once, 10, 2) * n)
     big = np.random.default_rng(0).standard_normal((512, 512)).astype(dtype)
     c = np.empty_like(big)
-    mm = _timed(lambda: np.matmul(big, big, out=c), 10, 2) * 2 * 512**3  # flop/s, BLAS threads as configured
+    try:  # one BLAS thread: with more, their spin-waiting counts as CPU time on a loaded machine
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        threadpool_limits = None
+    if threadpool_limits is None:  # flop per second of the BLAS threads as configured
+        mm = _timed(lambda: np.matmul(big, big, out=c), 10, 2) * 2 * 512**3
+    else:
+        with threadpool_limits(1, user_api="blas"):  # flop per CPU second
+            mm = _cpu_timed(lambda: np.matmul(big, big, out=c), 10, 2) * 2 * 512**3
     # per step: A Aᵀ (d³ with a triangular A: d³/3 useful), U Σ̂, W(UΣ̂), WᵀP, UPᵀ (4 k d² each)
     flops = 2 * (D**3 / 3 + 4 * K * D * D)
     out["flop"] = flops / mm * 1e6
@@ -441,19 +462,29 @@ def floors(dtype) -> dict:
 
 
 def breakdown(dtype, replicas: int = 64, m: int = 16) -> dict:
-    """CPU µs per replica-step of one engine chunk's parts: the block's random variates and the
-    compiled step the engine takes (each block's ηΣ̂ by the compiled Bartlett kernel, 16 replicas at
-    a time, then the SGD update's BLAS products), and for comparison the batched NumPy path (each
-    step's Σ̂ built by the compiled Bartlett kernel, then the NumPy update), the same numbers."""
+    """CPU µs per replica-step of one engine chunk's parts, one thread: the compiled step the engine
+    runs (one call per 8 steps: each step's Bartlett variates drawn inside the step, replicas in SIMD
+    lanes, the update through the Bartlett factor), and for comparison the block path it replaced
+    (the block's random variates first, then each block's ηΣ̂ by the compiled Bartlett kernel, 16
+    replicas at a time, and the SGD update's BLAS products) and the batched NumPy path (each step's
+    Σ̂ built by the compiled Bartlett kernel, then the NumPy update); the same minibatches."""
     lam = geometric_spectrum(D)
-    sampler = WishartBlockSampler(
-        np.sqrt(lam), np.full(replicas, B), scale=np.full(replicas, ETA), dtype=dtype, max_steps=m
-    )
-    streams = replica_streams(0, range(replicas))
+
+    def sampler():
+        return WishartBlockSampler(
+            np.sqrt(lam), np.full(replicas, B), scale=np.full(replicas, ETA), dtype=dtype, max_steps=m
+        )
+
+    sampler, lane_sampler = sampler(), sampler()
+    streams, lane_streams = replica_streams(0, range(replicas)), replica_streams(0, range(replicas))
     V = np.zeros((replicas, 2 * K, D), dtype=dtype)
     V[:, np.arange(K), np.arange(K)] = 1.0
     V[:, K + np.arange(K), np.arange(K)] = 1.0
-    stepper, fused = _LinearStepper(V.copy(), K), _FusedLinearStepper(V.copy(), K)
+    stepper, fused, lanes = (
+        _LinearStepper(V.copy(), K),
+        _FusedLinearStepper(V.copy(), K),
+        _LaneLinearStepper(V.copy(), K),
+    )
     sig = sampler.draw(streams, m).copy()
     var = tuple(np.copy(a) for a in sampler.variates(streams, m))
 
@@ -469,16 +500,22 @@ def breakdown(dtype, replicas: int = 64, m: int = 16) -> dict:
     def variates():  # the random numbers alone: normals, uniforms and gammas, one compiled loop (SFC64)
         sampler._variates(None, streams, m)
 
-    def compiled():  # what the engine runs: one call per 8 steps (its divergence checks)
+    def compiled():  # the block path's compiled step: one call per 8 steps (the engine's divergence checks)
         for t0 in range(0, m, 8):
             fused.steps(var, t0, min(t0 + 8, m))
 
+    def lane_steps():  # what the engine runs: one call per 8 steps, each drawing its steps' minibatches
+        args = lane_sampler.lane_arguments(lane_streams)
+        for t0 in range(0, m, 8):
+            lanes.steps(args, min(8, m - t0))
+
     per = m * replicas
     out = {
-        "draw": 1e6 / (_timed(draw, 30, 3) * per),
-        "variates": 1e6 / (_timed(variates, 30, 3) * per),
-        "step": 1e6 / (_timed(steps, 30, 3) * per),
-        "compiled": 1e6 / (_timed(compiled, 30, 3) * per),
+        "lanes": 1e6 / (_cpu_timed(lane_steps, 30, 3) * per),
+        "draw": 1e6 / (_cpu_timed(draw, 30, 3) * per),
+        "variates": 1e6 / (_cpu_timed(variates, 30, 3) * per),
+        "step": 1e6 / (_cpu_timed(steps, 30, 3) * per),
+        "compiled": 1e6 / (_cpu_timed(compiled, 30, 3) * per),
     }
     out["products"] = out["draw"] - out["variates"]
     return out
@@ -522,10 +559,10 @@ def platonic_breakdown(replicas: int = 128, m: int = 64) -> dict:
     fma += mm * mm * n + mm * n * n  # A and E
     fma += sum(dims[i + 1] * mm * n + dims[i + 1] * n * dims[i] for i in range(depth))  # gradients
     return {
-        "normals": 1e6 / (_timed(lambda: fast.draw(m), 30, 3) * per),
-        "compiled": 1e6 / (_timed(compiled, 30, 3) * per),
-        "moments": 1e6 / (_timed(lambda: slow.draw(m), 30, 3) * per),
-        "step": 1e6 / (_timed(numpy_step, 10, 1) * per),
+        "normals": 1e6 / (_cpu_timed(lambda: fast.draw(m), 30, 3) * per),
+        "compiled": 1e6 / (_cpu_timed(compiled, 30, 3) * per),
+        "moments": 1e6 / (_cpu_timed(lambda: slow.draw(m), 30, 3) * per),
+        "step": 1e6 / (_cpu_timed(numpy_step, 10, 1) * per),
         "fma": fma,
         "normals_per_step": (task.n + task.m) * PL_B,
     }
@@ -686,9 +723,12 @@ def main() -> None:
     for dtype in (np.float64, np.float32):
         f, b = floors(dtype), breakdown(dtype)
         print(
-            f"  {np.dtype(dtype).name}: random variates {b['variates']:.2f} µs + compiled step "
-            f"{b['compiled']:.2f} µs (ηΣ̂ = F Fᵀ and the SGD update: what the engine runs) = "
-            f"{b['variates'] + b['compiled']:.2f} µs; the batched NumPy path instead: variates + F Fᵀ "
+            f"  {np.dtype(dtype).name}: compiled step {b['lanes']:.2f} µs (each step's Bartlett variates drawn "
+            f"inside the step, {_LANES[np.dtype(dtype).name]} replicas in SIMD lanes, the update through the factor: "
+            "what the engine runs) = "
+            f"{b['lanes'] / (f['rng'] + f['flop']):.1f}x the RNG + FLOP floor; the block path it replaced: random "
+            f"variates {b['variates']:.2f} + compiled step {b['compiled']:.2f} (ηΣ̂ = F Fᵀ, then the update's BLAS "
+            f"products) = {b['variates'] + b['compiled']:.2f} µs; the batched NumPy path: variates + F Fᵀ "
             f"{b['draw']:.2f} + NumPy SGD step {b['step']:.2f} = "
             f"{b['draw'] + b['step']:.2f} µs; floors: RNG {f['rng']:.2f} µs (the step's 210 normals, compiled; "
             f"NumPy's own bulk draw of its 190 normals + 20 gammas: {f['numpy_rng']:.2f} µs), "

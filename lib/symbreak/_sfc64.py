@@ -327,6 +327,30 @@ def bartlett_draw(zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, z
     return zs, zh, zw, us, gs
 
 
+@numba.njit(inline="always")
+def bartlett_factor_lane(
+    zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, mz, mg, zb, ub, gb, F, q, lanes, f32
+):
+    """One step's Bartlett factor of replica ``j`` into lane ``q`` of ``F``: the variates of
+    :func:`bartlett_draw` (the same streams, order and numbers: ``zb`` (nz + d, the factor's dtype),
+    ``ub`` (2d), ``gb`` (d, the dtype)), then the factor that :func:`symbreak.wishart._bartlett_kernel`
+    builds from them, ``F_ab = z_n · mz[j, n]`` below the diagonal (``n`` the row-major order of the
+    strict lower triangle) and ``F_aa = sqrt(g_a) · mg[j, a]``, with the same operations and precision.
+
+    ``F`` is flat: entry ``(a, b)``, ``b ≤ a``, of the packed lower triangle (row-major, diagonal
+    included) at ``(a(a+1)/2 + b) · lanes + q``. Returns the streams' new states."""
+    zs, zh, zw, us, gs = bartlett_draw(zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, zb, ub, gb, f32)
+    d = gb.shape[0]
+    n = 0
+    for a in range(d):
+        row = a * (a + 1) // 2
+        for b in range(a):
+            F[(row + b) * lanes + q] = zb[n] * mz[j, n]
+            n += 1
+        F[(row + a) * lanes + q] = math.sqrt(gb[a]) * mg[j, a]
+    return zs, zh, zw, us, gs
+
+
 @numba.njit(nogil=True, cache=True)
 def wishart_variates(zaddr, uaddr, gaddr, reps, z, u, nz, mt_d, mt_c, boost, inv_a, shape1, g, f32):  # pragma: no cover
     """The Bartlett variates of a block of steps, for the replicas ``reps``: exactly

@@ -579,6 +579,31 @@ class WishartBlockSampler:
         b = self._variates(rng, self._check_streams(rng), n_steps)
         return b["z"], b["g"], self._mz, self._mg
 
+    def lane_arguments(self, rng):
+        """What a compiled step needs to draw each step's Bartlett variates itself, from the replicas'
+        own streams (``symbreak._sfc64.bartlett_factor_lane``): the same variates, in the same
+        order, as :meth:`variates` and :meth:`draw` take from them, so the same minibatches.
+
+        Only where :attr:`bartlett_only`, with one stream per replica.
+
+        Returns
+        -------
+        tuple or None
+            ``(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg)``: the state addresses
+            of each replica's three streams (normals, uniforms, fallback gammas), the Marsaglia–Tsang
+            constants, and the multipliers of :meth:`variates`. ``None`` when a stream is not NumPy's
+            SFC64 (then use :meth:`variates`). The compiled step advances the streams in place.
+        """
+        if not self.bartlett_only:
+            raise ValueError("lane_arguments needs a 1-D factor and batch sizes >= d for every replica")
+        streams = self._check_streams(rng)
+        if streams is None:
+            return None
+        addr = self._addresses(streams, [self._aux_streams(st) for st in streams])
+        if addr is None:
+            return None
+        return (*addr, self._mt_d, self._mt_c, self._boost, self._inv_a, self._shape1, self._mz, self._mg)
+
     def draw_steps(self, rng, n_steps: int):
         """The same draws as :meth:`draw`, each step's ``c_r Σ̂`` built only when it is indexed.
 

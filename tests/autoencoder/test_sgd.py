@@ -99,6 +99,7 @@ def test_small_chunks_compiled_large_chunks_numpy_same_numbers(monkeypatch, dtyp
     (so the limit, today none, is a matter of speed only)."""
     assert ae._FUSED_MAX_REPLICAS >= 2**31 - 1  # today every chunk is compiled
     monkeypatch.setattr(ae.sgd, "_FUSED_MAX_REPLICAS", 32)
+    monkeypatch.setattr(ae.sgd, "_LANE_STEPS", False)  # (the lane step agrees to rounding: tested below)
     monkeypatch.setenv("SYMBREAK_THREADS", "1")  # one chunk: 40 replicas (NumPy) against 2 (compiled)
     lam = ae.geometric_spectrum(6)
     kw = dict(steps=200, record_every=50, seed=9, init="random", dtype=dtype, record_weights=True)
@@ -109,6 +110,117 @@ def test_small_chunks_compiled_large_chunks_numpy_same_numbers(monkeypatch, dtyp
     args = (lam, 3, np.full(40, 0.01), np.full(40, 8), init, np.float64, False)
     assert not ae._LinearModel(np.arange(40), [make_rng(i) for i in range(40)], *args).fused
     assert ae._LinearModel(np.arange(31), [make_rng(i) for i in range(31)], *args).fused
+
+
+# ------------------------------------------------------------------ the lane step (minibatch drawn inside)
+def _pca_stack(r, k, d, dtype, noise=0.1, seed=0):
+    V = noise * np.random.default_rng(seed).standard_normal((r, 2 * k, d))
+    V[:, np.arange(k), np.arange(k)] += 1.0
+    V[:, k + np.arange(k), np.arange(k)] += 1.0
+    return V.astype(dtype)
+
+
+def _state(gen):
+    return str(gen.bit_generator.state)
+
+
+@pytest.mark.parametrize("replicas", [1, 3, 11, 19])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_lane_step_follows_the_numpy_step_to_rounding(dtype, replicas):
+    """The compiled lane step (each step's Bartlett factor drawn inside the step, replicas in SIMD
+    lanes, the update through the factor) against the NumPy reference (the sampler's block of
+    ηΣ̂, then _LinearStepper's BLAS products) on the same streams: the same minibatches, so the
+    weights agree to rounding after 150 steps (batch sizes from d, with its boosted Gamma(1/2)
+    shape, to 128; several η), for a full group of lanes plus single replicas, blocks split
+    unevenly; and every stream (normals, uniforms, fallback gammas) ends in the same state."""
+    from symbreak.engine import replica_streams
+
+    d, k, m = 7, 3, 10
+    lam = ae.geometric_spectrum(d)
+    batches = np.array([7, 9, 128, 20, 7, 33, 64, 7, 12, 50, 8, 7, 9, 100, 7, 16, 7, 30, 11])[:replicas]
+    kw = dict(scale=np.linspace(0.01, 0.04, replicas), dtype=dtype, max_steps=m)
+    a, b = WishartBlockSampler(np.sqrt(lam), batches, **kw), WishartBlockSampler(np.sqrt(lam), batches, **kw)
+    V0 = _pca_stack(replicas, k, d, dtype)
+    ref, lanes = ae.sgd._LinearStepper(V0.copy(), k), ae.sgd._LaneLinearStepper(V0.copy(), k)
+    sa, sb = replica_streams(5, range(replicas)), replica_streams(5, range(replicas))
+    for _ in range(15):
+        sig = a.draw(sa, m)
+        for t in range(m):
+            ref.step(sig[t])
+        args = b.lane_arguments(sb)
+        lanes.steps(args, 3)
+        lanes.steps(args, m - 3)
+    tol = 1e-12 if dtype == np.float64 else 1e-4
+    assert lanes.V.dtype == dtype and np.abs(ref.V - V0).max() > 0.05  # the weights moved
+    assert np.abs(lanes.V - ref.V).max() <= tol * np.abs(ref.V).max()
+    for x, y in zip(sa, sb):
+        assert [_state(g) for g in (x, *a._aux_streams(x))] == [_state(g) for g in (y, *b._aux_streams(y))]
+
+
+@pytest.mark.parametrize("d, k", [(6, 2), (7, 3), (19, 9), (19, 17)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_lane_step_replica_does_not_depend_on_its_group(dtype, d, k):
+    """A replica's numbers are the same bit for bit whether it runs in a group of SIMD lanes (8 in
+    float64; 16, or 8 of the last 8–15, in float32),
+    among the chunk's last replicas (one at a time, vectorised over the rows of its matrices), or
+    alone; a replica that diverges (its weights overflow to inf/NaN) leaves the others of its group
+    untouched. Shapes with odd k and d, and with k over one or two vectors of rows (8 in float64, 16
+    in float32; the rows padded), take every branch of the one-replica path."""
+    from symbreak.engine import replica_streams
+
+    r = 27  # float64: three groups of 8, then 3; float32: a group of 16, one of 8, then 3
+    lam = ae.geometric_spectrum(d)
+    batches, etas = np.full(r, max(16, d)), np.full(r, 0.02)
+    etas[4] = 5.0  # far past the stability edge
+    V0 = _pca_stack(r, k, d, dtype)
+
+    def run(idx, steps=40):
+        smp = WishartBlockSampler(np.sqrt(lam), batches[idx], scale=etas[idx], dtype=dtype, max_steps=8)
+        st = ae.sgd._LaneLinearStepper(V0[idx].copy(), k)
+        streams = replica_streams(3, idx)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t0 in range(0, steps, 8):
+                st.steps(smp.lane_arguments(streams), 8)
+        return st.V
+
+    everything = run(np.arange(r))
+    assert not np.isfinite(everything[4]).all()
+    assert np.isfinite(np.delete(everything, 4, axis=0)).all()
+    for j in (0, 3, 7, 8, 15, 16, 23, 24, 26):  # lanes of the groups, and the three run one at a time
+        assert np.array_equal(run(np.array([j]))[0], everything[j])
+    assert np.array_equal(run(np.array([24, 25, 26])), everything[24:])
+    assert np.array_equal(run(np.arange(16, 27)), everything[16:])  # float32: 8 in a group of 8, then 3
+
+
+def test_lane_model_keeps_replicas_and_matches_the_block_path(monkeypatch):
+    """_LinearModel takes the lane step on SFC64 streams; after keep() drops replicas (as the runner
+    does when they finish), the survivors continue exactly as in a model that kept them all; and the
+    trajectories agree to rounding with the block path (variates first, then the compiled BLAS step)
+    that the flag _LANE_STEPS = False selects."""
+    from symbreak.engine import replica_streams
+
+    d, k, r = 6, 2, 10
+    lam = ae.geometric_spectrum(d)
+    init = [lambda s: (np.eye(6, 2), np.eye(2, 6))] * r
+    args = (lam, k, np.linspace(0.01, 0.03, r), np.full(r, 12), init, np.float64, False)
+    mask = np.array([True, False, True, True, False, True, True, True, True, False])
+
+    def run(keep):
+        mdl = ae.sgd._LinearModel(np.arange(r), replica_streams(7, range(r)), *args)
+        for t0 in range(0, 40, 8):
+            if keep and t0 == 16:
+                mdl.keep(mask)
+            mdl.steps(mdl.draw(8), 0, 8, t0)
+        return mdl
+
+    kept, whole = run(True), run(False)
+    assert kept.lanes and isinstance(kept.stepper, ae.sgd._LaneLinearStepper)
+    assert kept.stepper.V.shape[0] == mask.sum() and np.array_equal(kept.stepper.V, whole.stepper.V[mask])
+    monkeypatch.setattr(ae.sgd, "_LANE_STEPS", False)
+    block = run(True)
+    assert not block.lanes and isinstance(block.stepper, ae.sgd._FusedLinearStepper)
+    assert np.abs(block.stepper.V - kept.stepper.V).max() <= 1e-12 * np.abs(block.stepper.V).max()
+    assert not np.array_equal(block.stepper.V, kept.stepper.V)  # (a different order of the sums)
 
 
 def test_select_seeds_is_the_run_of_fewer_seeds():

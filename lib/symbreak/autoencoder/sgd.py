@@ -201,6 +201,32 @@ class _FusedLinearStepper:
             self.kernel(self.S, t0, t1, self.V[a:b], self.k, *self.scratch)
 
 
+class _LaneLinearStepper:
+    """The linear autoencoder's steps with the minibatch drawn inside the compiled step, replicas in
+    SIMD lanes (:func:`symbreak._ae_lanes._linear_sgd_lanes`): no block of variates,
+    no ``Σ̂``; for replica streams on NumPy's SFC64
+    (:meth:`symbreak.engine.WishartBlockSampler.lane_arguments`)."""
+
+    def __init__(self, V: np.ndarray, k: int):
+        self.V = V
+        from .._ae_lanes import _LANES, _ROWS, _linear_sgd_lanes  # (imports numba)
+
+        d, dt = V.shape[2], V.dtype
+        n = _LANES[dt.name]
+        self.k = k
+        rows = _ROWS[dt.name]
+        kp = -(-k // rows) * rows  # k rows padded to whole SIMD vectors (the one-replica path)
+        e = lambda size: np.zeros(size, dt)  # noqa: E731
+        self.scratch = (e(d * (d + 1) // 2 * n), e(k * d * n), e(k * d * n), e(2 * k * d * n), e(2 * k * d * n),
+                        e(k * k * n), e(k * k * n), e(d * (d + 1) // 2), np.zeros(2 * d), e(d),
+                        e(d * kp), e(d * kp), e(2 * d * kp), e(2 * d * kp), e(k * kp), e(k * kp))  # fmt: skip
+        self.kernel = _compiled(_linear_sgd_lanes)
+
+    def steps(self, args, n_steps: int) -> None:
+        f32 = self.V.dtype == np.float32
+        self.kernel(*args, self.V, self.k, n_steps, f32, *self.scratch)
+
+
 def _samples_sgd_block(X, t0, t1, W, U, relu, H, A, R, back, gW, gU):  # pragma: no cover - run compiled
     """Steps ``t0 … t1 − 1`` of :meth:`_SamplesModel.step` for every replica, compiled (numba,
     ``nogil``): the same BLAS products (``np.dot`` calls ``gemm``) and element-wise operations in
@@ -271,6 +297,10 @@ _STEPWISE_MIN_REPLICAS = 24
 #: (float64: 490k against 464k replica-steps/s, means of five and three runs on the same machine),
 #: although one thread alone runs the batched NumPy path faster (3.3 against 3.7 µs per replica-step).
 _FUSED_MAX_REPLICAS = 2**31 - 1
+#: Whether _LinearModel's compiled steps draw each minibatch inside the step, replicas in SIMD lanes
+#: (_LaneLinearStepper), where the streams allow it; False: the block's variates first, then the
+#: compiled step that is the NumPy path bit for bit (_FusedLinearStepper).
+_LANE_STEPS = True
 
 
 class _LinearModel:
@@ -289,14 +319,23 @@ class _LinearModel:
         # the compiled step saves the ~10 NumPy calls per step that a small chunk pays (2 replicas: 13.7
         # against 33 µs per replica-step) and the lock those calls take; the numbers are the same
         self.fused = self.sampler.bartlett_only and n < _FUSED_MAX_REPLICAS
-        self.stepper = (_FusedLinearStepper if self.fused else _LinearStepper)(V, k)
+        # SFC64 streams (always, from replica_streams): the compiled step draws each minibatch itself,
+        # replicas in SIMD lanes (_LaneLinearStepper; the same minibatches, the update to rounding)
+        self.lanes = self.fused and _LANE_STEPS and self.sampler.lane_arguments(self.streams) is not None
+        if self.lanes:
+            self.stepper = _LaneLinearStepper(V, k)
+        else:
+            self.stepper = (_FusedLinearStepper if self.fused else _LinearStepper)(V, k)
         if self.fused:  # the runner calls steps(); the compiled step builds each Σ̂ itself
             self.steps = self._steps
 
     def draw(self, m):
-        # bit-identical paths. Fused (every B >= d): the block's variates only, the compiled step does
-        # the rest. Otherwise: with many replicas each step's Σ̂ is built as it is used
-        # (cache-friendly); with few, per-step assembly costs more than it saves
+        # the same minibatches on every path. Lanes: nothing is drawn ahead, the compiled step draws
+        # each step's variates. Fused (every B >= d): the block's variates only, the compiled step does
+        # the rest (bit for bit the NumPy path). Otherwise: with many replicas each step's Σ̂ is built
+        # as it is used (cache-friendly); with few, per-step assembly costs more than it saves
+        if self.lanes:
+            return self.sampler.lane_arguments(self.streams)
         if self.fused:
             return self.sampler.variates(self.streams, m)
         if len(self.streams) >= _STEPWISE_MIN_REPLICAS:
@@ -305,12 +344,15 @@ class _LinearModel:
 
     def step(self, sig, t, _step):
         if self.fused:
-            self.stepper.steps(sig, t, t + 1)
+            self._steps(sig, t, t + 1, _step)
         else:
             self.stepper.step(sig[t])
 
     def _steps(self, variates, t0, t1, _step):
-        self.stepper.steps(variates, t0, t1)
+        if self.lanes:
+            self.stepper.steps(variates, t1 - t0)
+        else:
+            self.stepper.steps(variates, t0, t1)
 
     def magnitude(self):
         return np.abs(self.stepper.V).max(axis=(1, 2))

@@ -1,0 +1,547 @@
+"""The linear autoencoder's compiled SGD step with replicas in SIMD lanes and the minibatch drawn
+inside the step: the kernel behind :class:`symbreak.autoencoder.sgd._LaneLinearStepper`.
+
+It sits beside the engine, outside the chapter package: a compiled kernel, with no mathematics of
+its own beyond the chapter's update (the pages reach it through
+:func:`symbreak.autoencoder.simulate_sgd`).
+Imported on first use (it imports numba). The kernel is compiled on first use (20–30 s per
+dtype) and cached on disk; numba's cache checks only this file's time stamp, so after editing
+:mod:`symbreak._lanes` or :func:`symbreak._sfc64.bartlett_factor_lane` (which the kernel inlines)
+touch this file or clear its ``__pycache__``.
+"""
+
+from __future__ import annotations
+
+import numba
+import numba.extending
+import numpy as np  # noqa: F401  (numba's typing of the kernel)
+
+from . import _sfc64
+from ._lanes import vacc, vcopy, vfma, vfmab, vmul, vmulb, vstore, vstore_sub, vsub_from
+
+__all__ = ["_LANES", "_linear_sgd_lanes"]
+
+
+@numba.njit(inline="always")
+def _tri_right(H, F, out, e, nrows, d, a0, a1, a2, a3, w):  # pragma: no cover - run compiled
+    """Rows ``e … e + nrows − 1`` (``nrows`` 4 or 2) of ``out = H F``, ``F`` lower triangular (packed):
+    ``out[e, c] = Σ_{l ≥ c} H[e, l] F[l, c]``, summed in the order of ``l``; the rows share each load of ``F``."""
+    for c in range(d):
+        o = (c * (c + 1) // 2 + c) * w
+        vmul(a0, H, (e * d + c) * w, F, o, w)
+        vmul(a1, H, ((e + 1) * d + c) * w, F, o, w)
+        if nrows == 4:
+            vmul(a2, H, ((e + 2) * d + c) * w, F, o, w)
+            vmul(a3, H, ((e + 3) * d + c) * w, F, o, w)
+        for l in range(c + 1, d):
+            o = (l * (l + 1) // 2 + c) * w
+            vfma(a0, H, (e * d + l) * w, F, o, w)
+            vfma(a1, H, ((e + 1) * d + l) * w, F, o, w)
+            if nrows == 4:
+                vfma(a2, H, ((e + 2) * d + l) * w, F, o, w)
+                vfma(a3, H, ((e + 3) * d + l) * w, F, o, w)
+        vstore(a0, out, (e * d + c) * w, w)
+        vstore(a1, out, ((e + 1) * d + c) * w, w)
+        if nrows == 4:
+            vstore(a2, out, ((e + 2) * d + c) * w, w)
+            vstore(a3, out, ((e + 3) * d + c) * w, w)
+
+
+@numba.njit(inline="always")
+def _tri_right_t(H, F, out, e, nrows, d, a0, a1, a2, a3, w):  # pragma: no cover - run compiled
+    """Rows ``e … e + nrows − 1`` of ``out = H Fᵀ``: ``out[e, i] = Σ_{c ≤ i} H[e, c] F[i, c]``, summed in
+    the order of ``c``; the rows share each load of ``F``."""
+    for i in range(d):
+        o = i * (i + 1) // 2
+        vmul(a0, H, e * d * w, F, o * w, w)
+        vmul(a1, H, (e + 1) * d * w, F, o * w, w)
+        if nrows == 4:
+            vmul(a2, H, (e + 2) * d * w, F, o * w, w)
+            vmul(a3, H, (e + 3) * d * w, F, o * w, w)
+        for c in range(1, i + 1):
+            vfma(a0, H, (e * d + c) * w, F, (o + c) * w, w)
+            vfma(a1, H, ((e + 1) * d + c) * w, F, (o + c) * w, w)
+            if nrows == 4:
+                vfma(a2, H, ((e + 2) * d + c) * w, F, (o + c) * w, w)
+                vfma(a3, H, ((e + 3) * d + c) * w, F, (o + c) * w, w)
+        vstore(a0, out, (e * d + i) * w, w)
+        vstore(a1, out, ((e + 1) * d + i) * w, w)
+        if nrows == 4:
+            vstore(a2, out, ((e + 2) * d + i) * w, w)
+            vstore(a3, out, ((e + 3) * d + i) * w, w)
+
+
+@numba.njit(inline="always")
+def _small_left(K, X, S, out, k, d, a0, a1, a2, a3, w):  # pragma: no cover - run compiled
+    """``out = K X − S`` for ``K`` (k × k) and ``X``, ``S`` (k × d): ``out[a, c] = Σ_b K[a, b] X[b, c] − S[a, c]``,
+    summed in the order of ``b``, four columns at a time (they share each load of ``K``)."""
+    for a in range(k):
+        c = 0
+        while c + 4 <= d:
+            x = a * k * w
+            vmul(a0, K, x, X, c * w, w)
+            vmul(a1, K, x, X, (c + 1) * w, w)
+            vmul(a2, K, x, X, (c + 2) * w, w)
+            vmul(a3, K, x, X, (c + 3) * w, w)
+            for b in range(1, k):
+                x = (a * k + b) * w
+                vfma(a0, K, x, X, (b * d + c) * w, w)
+                vfma(a1, K, x, X, (b * d + c + 1) * w, w)
+                vfma(a2, K, x, X, (b * d + c + 2) * w, w)
+                vfma(a3, K, x, X, (b * d + c + 3) * w, w)
+            vstore_sub(a0, S, (a * d + c) * w, out, (a * d + c) * w, w)
+            vstore_sub(a1, S, (a * d + c + 1) * w, out, (a * d + c + 1) * w, w)
+            vstore_sub(a2, S, (a * d + c + 2) * w, out, (a * d + c + 2) * w, w)
+            vstore_sub(a3, S, (a * d + c + 3) * w, out, (a * d + c + 3) * w, w)
+            c += 4
+        while c < d:
+            vmul(a0, K, a * k * w, X, c * w, w)
+            for b in range(1, k):
+                vfma(a0, K, (a * k + b) * w, X, (b * d + c) * w, w)
+            vstore_sub(a0, S, (a * d + c) * w, out, (a * d + c) * w, w)
+            c += 1
+
+
+@numba.njit(inline="always")
+def _cols4(X, xo, xs, Y, yo, ys, ysg, t0, t1, out, oo, nb, S, so, sub, a0, a1, a2, a3, n):  # pragma: no cover
+    """Row blocks ``i < nb`` (``nb`` ≤ 4) of one column: ``out[oo + i n : + n] = Σ_t X[xo + t·xs + i n : + n] · Y[y_t]``
+    (``− S[so + i n : + n]`` where ``sub``), ``t`` from ``t0`` to ``t1 − 1`` in order, ``y_{t0} = yo`` and
+    ``y_t = y_{t−1} + ys + (t − 1)·ysg``; the blocks share each load of ``Y``."""
+    x = xo + t0 * xs
+    vmulb(a0, X, x, Y, yo, n)
+    if nb > 1:
+        vmulb(a1, X, x + n, Y, yo, n)
+    if nb > 2:
+        vmulb(a2, X, x + 2 * n, Y, yo, n)
+    if nb > 3:
+        vmulb(a3, X, x + 3 * n, Y, yo, n)
+    y = yo
+    for t in range(t0 + 1, t1):
+        y += ys + (t - 1) * ysg
+        x = xo + t * xs
+        vfmab(a0, X, x, Y, y, n)
+        if nb > 1:
+            vfmab(a1, X, x + n, Y, y, n)
+        if nb > 2:
+            vfmab(a2, X, x + 2 * n, Y, y, n)
+        if nb > 3:
+            vfmab(a3, X, x + 3 * n, Y, y, n)
+    if sub:
+        vstore_sub(a0, S, so, out, oo, n)
+        if nb > 1:
+            vstore_sub(a1, S, so + n, out, oo + n, n)
+        if nb > 2:
+            vstore_sub(a2, S, so + 2 * n, out, oo + 2 * n, n)
+        if nb > 3:
+            vstore_sub(a3, S, so + 3 * n, out, oo + 3 * n, n)
+    else:
+        vstore(a0, out, oo, n)
+        if nb > 1:
+            vstore(a1, out, oo + n, n)
+        if nb > 2:
+            vstore(a2, out, oo + 2 * n, n)
+        if nb > 3:
+            vstore(a3, out, oo + 3 * n, n)
+
+
+@numba.njit(inline="always")
+def _col(X, xo, xs, Y, yo, ys, ysg, t0, t1, out, oo, nb, S, so, sub, a0, a1, a2, a3, n):  # pragma: no cover
+    """:func:`_cols4` for the ``nb`` row blocks of a column, four at a time."""
+    for i in range(0, nb, 4):
+        m = i * n
+        _cols4(X, xo + m, xs, Y, yo, ys, ysg, t0, t1, out, oo + m, min(4, nb - i), S, so + m, sub, a0, a1, a2, a3, n)
+
+
+@numba.njit(inline="always")
+def _rect2(X, xo, xs, Y, yo, yd, ys, t1, out, oo, od, nb, S, so, sd, sub, a0, a1, a2, a3, n):  # pragma: no cover
+    """Row blocks ``i < nb`` (``nb`` ≤ 2) of two columns at once (four independent sums): column ``p``
+    (``p`` = 0, 1) is ``out[oo + p·od + i n : + n] = Σ_{t < t1} X[xo + t·xs + i n : + n] · Y[yo + p·yd + t·ys]``
+    (``− S[so + p·sd + i n : + n]`` where ``sub``), summed in the order of ``t``: :func:`_cols4`'s
+    sums, two columns sharing each load of ``X``."""
+    y2 = yo + yd
+    vmulb(a0, X, xo, Y, yo, n)
+    vmulb(a2, X, xo, Y, y2, n)
+    if nb > 1:
+        vmulb(a1, X, xo + n, Y, yo, n)
+        vmulb(a3, X, xo + n, Y, y2, n)
+    for t in range(1, t1):
+        x = xo + t * xs
+        vfmab(a0, X, x, Y, yo + t * ys, n)
+        vfmab(a2, X, x, Y, y2 + t * ys, n)
+        if nb > 1:
+            vfmab(a1, X, x + n, Y, yo + t * ys, n)
+            vfmab(a3, X, x + n, Y, y2 + t * ys, n)
+    o2 = oo + od
+    if sub:
+        vstore_sub(a0, S, so, out, oo, n)
+        vstore_sub(a2, S, so + sd, out, o2, n)
+        if nb > 1:
+            vstore_sub(a1, S, so + n, out, oo + n, n)
+            vstore_sub(a3, S, so + sd + n, out, o2 + n, n)
+    else:
+        vstore(a0, out, oo, n)
+        vstore(a2, out, o2, n)
+        if nb > 1:
+            vstore(a1, out, oo + n, n)
+            vstore(a3, out, o2 + n, n)
+
+
+@numba.njit(inline="always")
+def _rect(X, xo, xs, Y, yo, yd, ys, t1, out, od, ncol, nb, S, so, sd, sub, a0, a1, a2, a3, n):  # pragma: no cover
+    """Columns ``p < ncol`` of ``out[p·od + i n : + n] = Σ_{t < t1} X[xo + t·xs + i n : + n] · Y[yo + p·yd + t·ys]``
+    (``− S[so + p·sd + i n : + n]`` where ``sub``), for the ``nb`` row blocks: two columns and
+    two blocks at a time (:func:`_rect2`), an odd last column by :func:`_col`."""
+    p = 0
+    while p + 2 <= ncol:
+        for i in range(0, nb, 2):
+            m = i * n
+            _rect2(X, xo + m, xs, Y, yo + p * yd, yd, ys, t1, out, p * od + m, od, min(2, nb - i), S,
+                   so + p * sd + m, sd, sub, a0, a1, a2, a3, n)  # fmt: skip
+        p += 2
+    if p < ncol:
+        _col(X, xo, xs, Y, yo + p * yd, ys, 0, 0, t1, out, p * od, nb, S, so + p * sd, sub, a0, a1, a2, a3, n)
+
+
+@numba.njit(inline="always")
+def _single(
+    zaddr,
+    uaddr,
+    gaddr,
+    mt_d,
+    mt_c,
+    boost,
+    inv_a,
+    shape1,
+    mz,
+    mg,
+    V,
+    k,
+    n_steps,
+    f32,
+    F,
+    Ut,
+    W,
+    T,
+    HF,
+    K1,
+    K2,
+    zb,
+    ub,
+    gb,
+    j,
+    n,
+):  # pragma: no cover - run compiled
+    """:func:`_linear_sgd_lanes` for the one replica ``j``, vectorised over the rows of its matrices
+    (``n`` rows per SIMD vector, a literal) instead of over replicas: every entry of every product is
+    the same sequence of IEEE operations as in a lane of :func:`_group` (the same products, summed in
+    the same order, never fused), so the replica's numbers are those it has in a group, bit for bit.
+
+    The matrices are held transposed, a column's rows contiguous and padded with zeros to ``kp``
+    (a multiple of ``n``): ``Ut``, ``W`` (d × kp: ``Ut[c, a] = U[a, c]``, ``W[c, a] = Wᵀ[a, c]``),
+    ``T``, ``HF`` (d × 2kp: the k rows of ``N`` or ``η∇_U L̂``, then from row k those of ``U``, the
+    products over their first 2k rows rounded up to whole vectors), ``K1``, ``K2`` (k × kp,
+    symmetric). Each product is a sum over columns of a matrix times one number of another (the
+    number broadcast to every row); a padded row only ever meets padded rows, never a real one."""
+    d = V.shape[2]
+    kp = (k + n - 1) // n * n
+    nk = kp // n
+    nt = (2 * k + n - 1) // n  # vectors of the 2k rows of T and HF
+    k2 = 2 * kp
+    a0, a1, a2, a3 = vacc(F, n), vacc(F, n), vacc(F, n), vacc(F, n)
+    nz = d * (d - 1) // 2
+    for x in range(d * kp):
+        Ut[x] = 0.0
+        W[x] = 0.0
+    for a in range(k):
+        for c in range(d):
+            Ut[c * kp + a] = V[j, a, c]
+            W[c * kp + a] = V[j, k + a, c]
+    zs, zh, zw = _sfc64._load(zaddr[j])
+    us, uh, uw = _sfc64._load(uaddr[j])
+    gs, gh, gw = _sfc64._load(gaddr[j])
+    for _t in range(n_steps):
+        zs, zh, zw, us, gs = _sfc64.bartlett_factor_lane(
+            zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, mz, mg, zb, ub, gb, F, 0, 1, f32
+        )
+        # K1 = Wᵀ W: column b is Σ_c W[c, :] W[c, b]
+        _rect(W, 0, kp, W, 0, 1, kp, d, K1, kp, k, nk, K1, 0, 0, False, a0, a1, a2, a3, n)
+        # T = [N; U], N = K1 U − Wᵀ: column c of N is Σ_b K1[:, b] U[b, c] − Wᵀ[:, c]
+        _rect(K1, 0, kp, Ut, 0, kp, 1, k, T, k2, d, nk, W, 0, kp, True, a0, a1, a2, a3, n)
+        for c in range(d):
+            for i in range(0, kp, n):
+                vcopy(T, c * k2 + k + i, Ut, c * kp + i, n)
+        # HF = T F: column c is Σ_{l ≥ c} T[:, l] F[l, c] (F[l, c] at l(l+1)/2 + c)
+        for c in range(d):
+            _col(T, 0, k2, F, c * (c + 1) // 2 + c, 1, 1, c, d, HF, c * k2, nt, HF, 0, False, a0, a1, a2, a3, n)
+        # T = HF Fᵀ: column i is Σ_{c ≤ i} HF[:, c] F[i, c]
+        for i in range(d):
+            _col(HF, 0, k2, F, i * (i + 1) // 2, 1, 0, 0, i + 1, T, i * k2, nt, T, 0, False, a0, a1, a2, a3, n)
+        # K2 = (U F)(U F)ᵀ
+        _rect(HF, k, k2, HF, k, 1, k2, d, K2, kp, k, nk, K2, 0, 0, False, a0, a1, a2, a3, n)
+        # HF[:k] = K2 Wᵀ − U ηΣ̂
+        _rect(K2, 0, kp, W, 0, kp, 1, k, HF, k2, d, nk, T, k, k2, True, a0, a1, a2, a3, n)
+        for c in range(d):
+            for i in range(0, kp, n):
+                vsub_from(Ut, c * kp + i, T, c * k2 + i, n)
+                vsub_from(W, c * kp + i, HF, c * k2 + i, n)
+            for a in range(k, kp):  # (Ut's padding took rows of U ηΣ̂: cleared for the next copy into T)
+                Ut[c * kp + a] = 0.0
+    _sfc64._store(zaddr[j], zs, zh, zw)
+    _sfc64._store(uaddr[j], us, uh, uw)
+    _sfc64._store(gaddr[j], gs, gh, gw)
+    for a in range(k):
+        for c in range(d):
+            V[j, a, c] = Ut[c * kp + a]
+            V[j, k + a, c] = W[c * kp + a]
+
+
+def _grp(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+         F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip
+    """:func:`_group` with :data:`_LANES` lanes (16 in float32, 8 in float64), chosen by the dtype when
+    the kernel is compiled (only that width is compiled)."""
+
+
+@numba.extending.overload(_grp)
+def _grp_overload(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                  F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip
+    if F.dtype == numba.types.float32:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip  # pragma: no cover
+            _group(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                   F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0, 16)  # fmt: skip
+
+    else:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip  # pragma: no cover
+            _group(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                   F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0, 8)  # fmt: skip
+
+    return impl
+
+
+def _grp8(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+          F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip
+    """:func:`_group` with 8 lanes in float32 (compiled only there; nothing in float64)."""
+
+
+@numba.extending.overload(_grp8)
+def _grp8_overload(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                   F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip
+    if F.dtype == numba.types.float32:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip  # pragma: no cover
+            _group(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                   F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0, 8)  # fmt: skip
+
+    else:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0):  # fmt: skip  # pragma: no cover
+            pass
+
+    return impl
+
+
+def _one(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+         F, Ut, W, T, HF, K1, K2, zb, ub, gb, j):  # fmt: skip
+    """:func:`_single` with one 512-bit vector of rows (:data:`_ROWS`: 16 in float32, 8 in float64),
+    chosen by the dtype when the kernel is compiled (only that width is compiled)."""
+
+
+@numba.extending.overload(_one)
+def _one_overload(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                  F, Ut, W, T, HF, K1, K2, zb, ub, gb, j):  # fmt: skip
+    if F.dtype == numba.types.float32:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, Ut, W, T, HF, K1, K2, zb, ub, gb, j):  # fmt: skip  # pragma: no cover
+            _single(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                    F, Ut, W, T, HF, K1, K2, zb, ub, gb, j, 16)  # fmt: skip
+
+    else:
+
+        def impl(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                 F, Ut, W, T, HF, K1, K2, zb, ub, gb, j):  # fmt: skip  # pragma: no cover
+            _single(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+                    F, Ut, W, T, HF, K1, K2, zb, ub, gb, j, 8)  # fmt: skip
+
+    return impl
+
+
+#: Replicas that :func:`_linear_sgd_lanes` steps together, one SIMD lane each, by dtype (one 512-bit
+#: vector; in float32 then one group of 8 where 8–15 are left; the rest of a chunk one at a time).
+_LANES = {"float64": 8, "float32": 16}
+#: Rows per SIMD vector in :func:`_single` (a chunk's last replicas, one at a time), by dtype.
+_ROWS = {"float64": 8, "float32": 16}
+
+
+@numba.njit(inline="always")
+def _group(
+    zaddr,
+    uaddr,
+    gaddr,
+    mt_d,
+    mt_c,
+    boost,
+    inv_a,
+    shape1,
+    mz,
+    mg,
+    V,
+    k,
+    n_steps,
+    f32,
+    F,
+    U,
+    Wt,
+    T,
+    HF,
+    K1,
+    K2,
+    zb,
+    ub,
+    gb,
+    r0,
+    w,
+):  # pragma: no cover - run compiled
+    """:func:`_linear_sgd_lanes` for the replicas ``r0 … r0 + w − 1``, one lane each (``w`` a literal)."""
+    d = V.shape[2]
+    acc, a1, a2, a3 = vacc(F, w), vacc(F, w), vacc(F, w), vacc(F, w)
+    kd = k * d
+    nz = d * (d - 1) // 2
+    for a in range(k):
+        for c in range(d):
+            o = (a * d + c) * w
+            for q in range(w):
+                U[o + q] = V[r0 + q, a, c]
+                Wt[o + q] = V[r0 + q, k + a, c]
+    for _t in range(n_steps):
+        for q in range(w):
+            j = r0 + q
+            zs, zh, zw = _sfc64._load(zaddr[j])
+            us, uh, uw = _sfc64._load(uaddr[j])
+            gs, gh, gw = _sfc64._load(gaddr[j])
+            zs, zh, zw, us, gs = _sfc64.bartlett_factor_lane(
+                zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, mz, mg, zb, ub, gb, F, q, w, f32
+            )
+            _sfc64._store(zaddr[j], zs, zh, zw)
+            _sfc64._store(uaddr[j], us, uh, uw)
+            _sfc64._store(gaddr[j], gs, gh, gw)
+        # K1 = Wᵀ W (k × k, symmetric): rows of Wt
+        for a in range(k):
+            for b in range(a + 1):
+                vmul(acc, Wt, a * d * w, Wt, b * d * w, w)
+                for c in range(1, d):
+                    vfma(acc, Wt, (a * d + c) * w, Wt, (b * d + c) * w, w)
+                vstore(acc, K1, (a * k + b) * w, w)
+                vstore(acc, K1, (b * k + a) * w, w)
+        # T = [N; U] with N = K1 U − Wᵀ
+        _small_left(K1, U, Wt, T, k, d, acc, a1, a2, a3, w)
+        for x in range(kd):
+            vcopy(T, (kd + x) * w, U, x * w, w)
+        # HF = T F = [N F; U F], then T = HF Fᵀ (T[:k] = η∇_U L̂, T[k:] = U ηΣ̂): four rows at a time
+        # (two in the last block when 2k = 4n + 2), both products of a block before the next, so that
+        # its rows stay in the core's first cache (each row of either product needs only its own row)
+        for e in range(0, 2 * k, 4):
+            _tri_right(T, F, HF, e, min(4, 2 * k - e), d, acc, a1, a2, a3, w)
+            _tri_right_t(HF, F, T, e, min(4, 2 * k - e), d, acc, a1, a2, a3, w)
+        # K2 = (U F)(U F)ᵀ = U ηΣ̂ Uᵀ
+        for a in range(k):
+            for b in range(a + 1):
+                vmul(acc, HF, (kd + a * d) * w, HF, (kd + b * d) * w, w)
+                for c in range(1, d):
+                    vfma(acc, HF, (kd + a * d + c) * w, HF, (kd + b * d + c) * w, w)
+                vstore(acc, K2, (a * k + b) * w, w)
+                vstore(acc, K2, (b * k + a) * w, w)
+        # HF[:k] = η∇_{Wᵀ} L̂ = K2 Wᵀ − U ηΣ̂
+        _small_left(K2, Wt, T[kd * w :], HF, k, d, acc, a1, a2, a3, w)
+        for x in range(kd):
+            vsub_from(U, x * w, T, x * w, w)
+            vsub_from(Wt, x * w, HF, x * w, w)
+    for a in range(k):
+        for c in range(d):
+            o = (a * d + c) * w
+            for q in range(w):
+                V[r0 + q, a, c] = U[o + q]
+                V[r0 + q, k + a, c] = Wt[o + q]
+
+
+def _linear_sgd_lanes(
+    zaddr,
+    uaddr,
+    gaddr,
+    mt_d,
+    mt_c,
+    boost,
+    inv_a,
+    shape1,
+    mz,
+    mg,
+    V,
+    k,
+    n_steps,
+    f32,
+    F,
+    U,
+    Wt,
+    T,
+    HF,
+    K1,
+    K2,
+    zb,
+    ub,
+    gb,
+    Ut1,
+    W1,
+    T1,
+    HF1,
+    K11,
+    K21,
+):  # pragma: no cover - run compiled
+    """``n_steps`` SGD steps of every replica of the stack ``V = [U; Wᵀ]`` (R, 2k, d), drawing each
+    step's minibatch inside the step (compiled, numba, ``nogil``).
+
+    The replicas run in groups of ``_LANES``, one SIMD lane each (:mod:`symbreak._lanes`: every
+    quantity of the step is held as ``w`` consecutive numbers, one per replica of the group, and
+    every operation is one vector operation over the group); the last few (a chunk of the book's two
+    seeds is all last few) one at a time, vectorised over the rows of the replica's matrices instead
+    (:func:`_single`). Every entry is the same sequence of IEEE operations on either path (the same
+    products summed in the same order, no fused multiply-adds), so a replica's numbers do not depend
+    on how many replicas run with it, nor on which path it takes. At each
+    step, for each replica of the group, :func:`symbreak._sfc64.bartlett_factor_lane` draws the
+    Bartlett factor ``F`` (``F Fᵀ = ηΣ̂``)
+    from the replica's own three streams (state addresses ``zaddr``, ``uaddr``, ``gaddr``): the same
+    variates in the same order as :meth:`symbreak.engine.WishartBlockSampler.variates`, so the same
+    minibatches as every other path, straight into the group's lane of ``F`` (packed lower
+    triangle), with no block of variates written to memory. Then the update of
+    :meth:`symbreak.autoencoder.sgd._LinearStepper.step` through the factor, without forming ``Σ̂``:
+
+    ``η∇_U L̂ = Wᵀ(WU − I) ηΣ̂ = ((WᵀW U − Wᵀ) F) Fᵀ`` and
+    ``η∇_{Wᵀ} L̂ = U ηΣ̂ (WU − I)ᵀ = (U ηΣ̂ Uᵀ) Wᵀ − U ηΣ̂`` with ``U ηΣ̂ = (U F) Fᵀ`` and
+    ``U ηΣ̂ Uᵀ = (U F)(U F)ᵀ``:
+
+    about ``2(2k)·d(d+1)/2 + 2k²d + k(k+1)d`` multiply-adds (14,600 at d = 20, k = 10, against
+    17,540 for ``F Fᵀ`` then the four products). The same quantity as the NumPy step, summed in
+    another order: the trajectories agree to rounding (tested), not bit for bit.
+
+    Scratch (flat, C order, lanes innermost, ``L`` = :data:`_LANES` of the dtype): ``F`` (d(d+1)/2 · L), ``U``, ``Wt``
+    (k d L), ``T``, ``HF`` (2k d L), ``K1``, ``K2`` (k k L); ``zb`` (d(d+1)/2) and ``gb`` (d) of the
+    dtype, ``ub`` (2d, float64)."""
+    r_all = V.shape[0]
+    r0 = 0
+    w = 16 if f32 else 8  # _LANES: one 512-bit vector of replicas
+    while r0 + w <= r_all:
+        _grp(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+             F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0)  # fmt: skip
+        r0 += w
+    if f32 and r0 + 8 <= r_all:  # float32: eight of the last 8–15 in a 256-bit group (the same numbers)
+        _grp8(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+              F, U, Wt, T, HF, K1, K2, zb, ub, gb, r0)  # fmt: skip
+        r0 += 8
+    while r0 < r_all:  # the rest one at a time, vectorised over rows (the same numbers)
+        _one(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, V, k, n_steps, f32,
+             F, Ut1, W1, T1, HF1, K11, K21, zb, ub, gb, r0)  # fmt: skip
+        r0 += 1
