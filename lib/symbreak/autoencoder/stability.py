@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine import (
+    _compiled,
     check_divergence,
 )
 from ..validation import (
@@ -343,40 +344,37 @@ def eos_reduced_map(
     return results
 
 
-_EDGE_KERNEL = None
 #: Largest number of replica-steps one call of :func:`eos_reduced_map` may run (about 20 min).
 _MAX_MAP_WORK = 10**11
 
 
-def _edge_map_kernel():
-    """The compiled inner loop of :func:`eos_reduced_map` (numba; compiled on first use)."""
-    global _EDGE_KERNEL
-    if _EDGE_KERNEL is not None:
-        return _EDGE_KERNEL
-    import numba
-
-    @numba.njit(cache=False, nogil=True)
-    def kernel(w, u, sig, zb, xb, off, n, t0, grid, table, half_drift, limit):  # pragma: no cover - compiled
-        R = w.size
-        for i in range(n):
-            if (t0 + i) % 64 == 0:  # refresh σ_e(s_1) from the table
-                for r in range(R):
-                    sig[r] = math.sqrt(np.interp(w[r] * w[r], grid, table))
+def _edge_map_loop(w, u, sig, zb, xb, off, n, t0, grid, table, half_drift, limit):  # pragma: no cover - compiled
+    """The inner loop of :func:`eos_reduced_map`: steps ``t0 … t0 + n − 1`` of every replica, in place;
+    the first replica-step whose ``w`` or ``u`` leaves ``[−limit, limit]`` (``i·R + r``), else −1.
+    Run compiled (:func:`_edge_map_kernel`)."""
+    R = w.size
+    for i in range(n):
+        if (t0 + i) % 64 == 0:  # refresh σ_e(s_1) from the table
             for r in range(R):
-                ez = zb[off + i, r] * (w[r] * u[r] - 1.0)  # 1. minibatch gradient step on ½Σ̂_11(wu − 1)²
-                w1 = w[r] - ez * u[r]
-                u1 = u[r] - ez * w[r]
-                inv = 1.0 / (w1 * w1 + u1 * u1)
-                dq = half_drift / (w1 * w1)  # 2. charge drift at fixed wu
-                xi = xb[off + i, r] * sig[r]  # 3. gain kick at fixed q
-                w[r] = w1 + (dq * w1 + xi * u1) * inv
-                u[r] = u1 + (xi * w1 - dq * u1) * inv
-                if not (abs(w[r]) <= limit and abs(u[r]) <= limit):
-                    return i * R + r
-        return -1
+                sig[r] = math.sqrt(np.interp(w[r] * w[r], grid, table))
+        for r in range(R):
+            ez = zb[off + i, r] * (w[r] * u[r] - 1.0)  # 1. minibatch gradient step on ½Σ̂_11(wu − 1)²
+            w1 = w[r] - ez * u[r]
+            u1 = u[r] - ez * w[r]
+            inv = 1.0 / (w1 * w1 + u1 * u1)
+            dq = half_drift / (w1 * w1)  # 2. charge drift at fixed wu
+            xi = xb[off + i, r] * sig[r]  # 3. gain kick at fixed q
+            w[r] = w1 + (dq * w1 + xi * u1) * inv
+            u[r] = u1 + (xi * w1 - dq * u1) * inv
+            if not (abs(w[r]) <= limit and abs(u[r]) <= limit):
+                return i * R + r
+    return -1
 
-    _EDGE_KERNEL = kernel
-    return kernel
+
+def _edge_map_kernel():
+    """The compiled inner loop of :func:`eos_reduced_map` (numba, ``nogil``; compiled on first use and
+    cached on disk next to this module, so a later process loads it instead of compiling it)."""
+    return _compiled(_edge_map_loop)
 
 
 def plateau_kappa(tau, s, tau_from: float, eta: float, lambda1: float, statistic: str = "median") -> np.ndarray:
