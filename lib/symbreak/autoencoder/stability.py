@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..engine import (
+    _compiled,
     check_divergence,
 )
 from ..validation import (
@@ -172,17 +173,25 @@ def gain_stability_thresholds(batch_size: int) -> tuple[float, float]:
     -------
     x_ms, x_as : float
     """
-    from scipy import integrate, optimize, stats
+    from scipy import integrate, optimize, special, stats
 
     b = check_int("batch_size", batch_size, minimum=1, maximum=10**5)  # beyond, x_as = 2 + 4/B to 1e-9
     x_ms = 2.0 * b / (b + 2.0)
-    z = stats.gamma(b / 2.0, scale=2.0 / b)
+    shape, scale = b / 2.0, 2.0 / b
+    z = stats.gamma(shape, scale=scale)
     lo, hi = z.ppf(1e-15), z.isf(1e-15)
+    log_norm = special.gammaln(shape)
+
+    def pdf(t):
+        # z.pdf(t) with scipy's own operations, bit for bit, without its per-call argument checks
+        # (the quadrature evaluates it some 10⁴ times)
+        y = np.array([t]) / scale
+        return (np.exp(special.xlogy(shape - 1.0, y) - y - log_norm) / scale)[0]
 
     def lyap(x):
         pts = [1.0 / x] if lo < 1.0 / x < hi else None
         val, _ = integrate.quad(
-            lambda t: np.log(abs(1.0 - x * t)) * z.pdf(t), lo, hi, points=pts, limit=400, epsabs=1e-13, epsrel=1e-11
+            lambda t: np.log(abs(1.0 - x * t)) * pdf(t), lo, hi, points=pts, limit=400, epsabs=1e-13, epsrel=1e-11
         )
         return val
 
@@ -343,40 +352,37 @@ def eos_reduced_map(
     return results
 
 
-_EDGE_KERNEL = None
 #: Largest number of replica-steps one call of :func:`eos_reduced_map` may run (about 20 min).
 _MAX_MAP_WORK = 10**11
 
 
-def _edge_map_kernel():
-    """The compiled inner loop of :func:`eos_reduced_map` (numba; compiled on first use)."""
-    global _EDGE_KERNEL
-    if _EDGE_KERNEL is not None:
-        return _EDGE_KERNEL
-    import numba
-
-    @numba.njit(cache=False, nogil=True)
-    def kernel(w, u, sig, zb, xb, off, n, t0, grid, table, half_drift, limit):  # pragma: no cover - compiled
-        R = w.size
-        for i in range(n):
-            if (t0 + i) % 64 == 0:  # refresh σ_e(s_1) from the table
-                for r in range(R):
-                    sig[r] = math.sqrt(np.interp(w[r] * w[r], grid, table))
+def _edge_map_loop(w, u, sig, zb, xb, off, n, t0, grid, table, half_drift, limit):  # pragma: no cover - compiled
+    """The inner loop of :func:`eos_reduced_map`: steps ``t0 … t0 + n − 1`` of every replica, in place;
+    the first replica-step whose ``w`` or ``u`` leaves ``[−limit, limit]`` (``i·R + r``), else −1.
+    Run compiled (:func:`_edge_map_kernel`)."""
+    R = w.size
+    for i in range(n):
+        if (t0 + i) % 64 == 0:  # refresh σ_e(s_1) from the table
             for r in range(R):
-                ez = zb[off + i, r] * (w[r] * u[r] - 1.0)  # 1. minibatch gradient step on ½Σ̂_11(wu − 1)²
-                w1 = w[r] - ez * u[r]
-                u1 = u[r] - ez * w[r]
-                inv = 1.0 / (w1 * w1 + u1 * u1)
-                dq = half_drift / (w1 * w1)  # 2. charge drift at fixed wu
-                xi = xb[off + i, r] * sig[r]  # 3. gain kick at fixed q
-                w[r] = w1 + (dq * w1 + xi * u1) * inv
-                u[r] = u1 + (xi * w1 - dq * u1) * inv
-                if not (abs(w[r]) <= limit and abs(u[r]) <= limit):
-                    return i * R + r
-        return -1
+                sig[r] = math.sqrt(np.interp(w[r] * w[r], grid, table))
+        for r in range(R):
+            ez = zb[off + i, r] * (w[r] * u[r] - 1.0)  # 1. minibatch gradient step on ½Σ̂_11(wu − 1)²
+            w1 = w[r] - ez * u[r]
+            u1 = u[r] - ez * w[r]
+            inv = 1.0 / (w1 * w1 + u1 * u1)
+            dq = half_drift / (w1 * w1)  # 2. charge drift at fixed wu
+            xi = xb[off + i, r] * sig[r]  # 3. gain kick at fixed q
+            w[r] = w1 + (dq * w1 + xi * u1) * inv
+            u[r] = u1 + (xi * w1 - dq * u1) * inv
+            if not (abs(w[r]) <= limit and abs(u[r]) <= limit):
+                return i * R + r
+    return -1
 
-    _EDGE_KERNEL = kernel
-    return kernel
+
+def _edge_map_kernel():
+    """The compiled inner loop of :func:`eos_reduced_map` (numba, ``nogil``; compiled on first use and
+    cached on disk next to this module, so a later process loads it instead of compiling it)."""
+    return _compiled(_edge_map_loop)
 
 
 def plateau_kappa(tau, s, tau_from: float, eta: float, lambda1: float, statistic: str = "median") -> np.ndarray:
