@@ -333,6 +333,11 @@ BASE = {
     "engine.WishartBlockSampler.draw_steps": (lambda n: SAMPLER.draw_steps(G(), n)[0], [2], {}),
     "engine.WishartBlockSampler.variates": (lambda n: SAMPLER.variates(G(), n)[0], [2], {}),
     "engine.WishartBlockSampler.points": (lambda n: POINTS_SAMPLER.points(G(), n)[0], [2], {}),
+    "engine.WishartBlockSampler.lane_arguments": (
+        lambda s: SAMPLER.lane_arguments(engine.replica_streams(s, range(2)))[3:],
+        [5],
+        {},
+    ),
     "engine.fill_normals": (lambda rows: engine.fill_normals([G(), G()], np.empty((2, 3)), rows), [[0, 1]], {}),
     "engine.WishartBlockSampler.keep": (
         lambda m: engine.WishartBlockSampler(np.ones(3), np.array([4, 8]), max_steps=4).keep(m),
