@@ -405,9 +405,18 @@ class WishartBlockSampler:
         return self._aux["addresses"][2]
 
     def _check_streams(self, rng):
-        streams = None if isinstance(rng, np.random.Generator) else list(rng)
-        if streams is not None and len(streams) != self.n_replicas:
+        if isinstance(rng, np.random.Generator):
+            return None
+        try:
+            streams = list(rng)
+        except TypeError:
+            raise ValueError(
+                f"rng must be a numpy.random.Generator or one per replica ({self.n_replicas}), got {type(rng).__name__}"
+            ) from None
+        if len(streams) != self.n_replicas:
             raise ValueError(f"rng must be one generator or one per replica ({self.n_replicas}), got {len(streams)}")
+        if not all(isinstance(st, np.random.Generator) for st in streams):
+            raise ValueError("rng must be a numpy.random.Generator or a list of them, one per replica")
         return streams
 
     def _variates(self, rng, streams, n_steps):
