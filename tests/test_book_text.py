@@ -376,3 +376,14 @@ def test_the_collapsed_check_cell_guard_lists_every_other_chapter_page():
     pending = {"autoencoder/stability", "autoencoder/sharpness-relu", "beyond/alignment"}
     pages = {str(md.relative_to(ROOT / "book").with_suffix("")) for md in (ROOT / "book").glob("*/*.md")}
     assert pages == set(PAGES_WITH_COLLAPSED_CHECK_CELLS) | pending
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_COLLAPSED_CHECK_CELLS)
+def test_glued_figures_are_also_shown_in_jupyterlab(page):
+    """JupyterLab does not render glued figures: every figure a page glues is first passed to
+    ``plotting.show_live``, which displays it in a notebook session's kernel and does nothing in the
+    build."""
+    lines = (ROOT / "book" / f"{page}.md").read_text(encoding="utf-8").splitlines()
+    glued = [n for n, line in enumerate(lines) if re.match(r"\s*glue\(\"[^\"]+\", fig, display=False\)", line)]
+    missing = [f"{page}.md:{n + 1}" for n in glued if "plotting.show_live(fig)" not in lines[n - 1]]
+    assert missing == [], "figures glued without plotting.show_live:\n" + "\n".join(missing)
