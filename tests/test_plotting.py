@@ -150,3 +150,19 @@ def test_bad_input_names_the_parameter(call, match):
 
     with pytest.raises((TypeError, ValueError), match=match):
         call(pt)
+
+
+def test_show_live_displays_only_in_a_notebook_session_kernel(monkeypatch):
+    """In the build (nbclient: no JPY_SESSION_NAME) a figure cell shows nothing new; in a kernel
+    Jupyter Server started for a notebook, the figure is displayed."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    fig, _ = plotting.subplots()
+    monkeypatch.delenv(plotting.LIVE_KERNEL_ENV_VAR, raising=False)
+    assert plotting.show_live(fig) is None and shown == []
+    monkeypatch.setenv(plotting.LIVE_KERNEL_ENV_VAR, "book/dln/index.md")
+    plotting.show_live(fig)
+    assert shown == [fig]
+    plt.close(fig)

@@ -52,11 +52,18 @@ __all__ = [
     "label_panels",
     "FIGURES_ENV_VAR",
     "save_figure",
+    "LIVE_KERNEL_ENV_VAR",
+    "show_live",
 ]
 
 #: When this environment variable names a folder, :func:`save_figure` writes PNGs into it
 #: (``make figures`` sets it).
 FIGURES_ENV_VAR = "SYMBREAK_FIGURES"
+
+#: Jupyter Server sets this variable in the environment of every kernel it starts for a notebook
+#: session (JupyterLab, Binder); nbclient, which executes the pages for the book's build and for the
+#: tests, does not. :func:`show_live` displays a figure only where it is set.
+LIVE_KERNEL_ENV_VAR = "JPY_SESSION_NAME"
 
 #: Fixed colours for the roles that recur across chapters (Okabe & Ito's colour-blind-safe palette;
 #: grey for gradient descent, near-black for theory): ``theory``, ``sgd``, ``gd``, ``entropic``,
@@ -583,3 +590,26 @@ def save_figure(fig, name: str):
     path = os.path.join(folder, name + ".png")
     fig.savefig(path, dpi=200)
     return path
+
+
+def show_live(fig) -> None:
+    """Display ``fig`` when the page runs as a notebook in JupyterLab; do nothing in the book's build.
+
+    A page's figure cell glues its figure for the site (``glue(name, fig, display=False)``) and
+    closes it, and the JupyterLab MyST extension does not render glued figures, so in JupyterLab the
+    cell would show nothing. Called before the glue, this displays the figure there. It acts only in
+    a kernel that Jupyter Server started for a notebook (:data:`LIVE_KERNEL_ENV_VAR` set), never in
+    the kernels nbclient starts to build or test the book, so the built pages are unchanged.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure the cell made.
+    """
+    import os
+
+    if not os.environ.get(LIVE_KERNEL_ENV_VAR):
+        return
+    from IPython.display import display
+
+    display(fig)
