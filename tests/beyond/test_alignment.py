@@ -403,3 +403,37 @@ def test_mlp_sharpness_matches_the_dense_hessian():
         al.mlp_sharpness(ws, X, Y[:5])
     with pytest.raises(ValueError, match="tol"):
         al.mlp_sharpness(ws, X, Y, tol=2.0)
+
+
+def test_charge_step_is_the_noether_identity():
+    """One full-batch step from the same networks, with weight decay γ and without: the rescaling symmetry
+    cancels the first-order term of every unit's charge, so q_wd − (1 − ηγ)² q₀ = q_gd − q₀ (both are
+    η²(‖∇_in L‖² − ‖∇_out L‖²)), while each unit's own squared norms move at first order. The page's
+    first-order factor (1 − ηγ)^{2T} is this identity with the η² term dropped."""
+    Xa, Xb, Y = _toy()
+    eta, gamma = 0.05, 0.5
+    g = al.train_pair_grid(
+        Xa,
+        Xb,
+        Y,
+        [6, 8, 3],
+        [6, 7, 5, 3],
+        eta=[eta, eta],
+        batch_size=None,
+        steps=1,
+        label_noise=[0.0, 0.0],
+        weight_decay=[0.0, gamma],
+        seeds=3,
+        record_at=[0, 1],
+        loss_every=1,
+        seed=4,
+    )
+    q0 = al.unit_charges([w[0] for w in g.initial_a]).astype(np.float64)
+    q_gd = al.unit_charges([w[0] for w in g.final_a]).astype(np.float64)
+    q_wd = al.unit_charges([w[1] for w in g.final_a]).astype(np.float64)
+    second = q_gd - q0  # η² (‖∇_in L‖² − ‖∇_out L‖²)
+    assert np.allclose(q_wd - (1 - eta * gamma) ** 2 * q0, second, atol=1e-5)
+    assert not np.allclose(q_wd - q0, second, atol=1e-3)  # the factor (1 − ηγ)² is resolved
+    assert np.abs(second).max() > 1e-4  # the η² term is not zero ...
+    first = (g.final_a[0][0] ** 2).sum(-1) - (g.initial_a[0][0] ** 2).sum(-1)
+    assert np.abs(first).max() > 5 * np.abs(second).max()  # ... and much smaller than a unit's own first-order move
