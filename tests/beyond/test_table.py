@@ -221,3 +221,15 @@ def test_encoder_gradient_vanishes_on_the_pca_manifold_and_the_drift_is_positive
     for s in np.logspace(-1, 2, 13):
         inc = ae.expected_charge_increment(*ae.pca_point([s, s / 2], 6), lam, 0.02, 4)
         assert np.linalg.eigvalsh(inc).min() > 0
+
+
+def test_realised_charge_step_is_psd_on_every_draw_on_the_pca_manifold():
+    """No balance point on the PCA manifold holds by construction: there the encoder's minibatch gradient
+    vanishes, so one SGD step changes Q by η² g_Wᵀ g_W, positive semi-definite on every draw and at every
+    scale (moved here from the synthesis page's table, where it could not fail)."""
+    lam = ae.geometric_spectrum(6)
+    for i, s in enumerate(np.logspace(-1, 2, 7)):
+        dq = tb.ae_one_step_charges(*ae.pca_point([s, s / 2], 6), lam, eta=0.02, batch_size=4, draws=500, seed=(58, i))
+        eig = np.linalg.eigvalsh((dq + np.swapaxes(dq, 1, 2)) / 2)
+        assert eig.min() >= -1e-12 * np.abs(eig).max()
+        assert np.trace(dq, axis1=1, axis2=2).min() > 0
