@@ -451,6 +451,18 @@ def train_relu_net(
     )
 
 
+def _check_generator_args(net, X, j: int, i: int, activation: str):
+    """The validated arguments of :func:`generator_first_order` and its closed form."""
+    net = _check_net(net)
+    X = check_array("X", X, ndim=2)
+    if X.shape[1] != net.U.shape[2]:
+        raise ValueError(f"X has {X.shape[1]} features, the network expects {net.U.shape[2]}")
+    k = net.U.shape[1]
+    j = check_int("j", j, minimum=0, maximum=k - 1)
+    i = check_int("i", i, minimum=0, maximum=k - 1)
+    return net, X, j, i, check_choice("activation", activation, ("relu", "linear"))
+
+
 def generator_first_order(net: ReluNet, X, j: int, i: int, *, activation: str = "relu", step: float = 1e-5):
     """Relative first-order change of the network function along the ``GL(k)`` generator ``E_{ji}``.
 
@@ -476,14 +488,7 @@ def generator_first_order(net: ReluNet, X, j: int, i: int, *, activation: str = 
         If ``j`` or ``i`` is not a hidden unit (``0 ≤ j, i < k``), ``activation`` is unknown or
         ``step`` is not in ``(0, 0.1]``.
     """
-    net = _check_net(net)
-    X = check_array("X", X, ndim=2)
-    if X.shape[1] != net.U.shape[2]:
-        raise ValueError(f"X has {X.shape[1]} features, the network expects {net.U.shape[2]}")
-    k = net.U.shape[1]
-    j = check_int("j", j, minimum=0, maximum=k - 1)
-    i = check_int("i", i, minimum=0, maximum=k - 1)
-    activation = check_choice("activation", activation, ("relu", "linear"))
+    net, X, j, i, activation = _check_generator_args(net, X, j, i, activation)
     step = check_positive("step", step)
     if step > 0.1:
         raise ValueError(f"step must lie in (0, 0.1], got {step!r}")
@@ -523,14 +528,7 @@ def generator_first_order_closed(net: ReluNet, X, j: int, i: int, *, activation:
     ValueError
         As :func:`generator_first_order`.
     """
-    net = _check_net(net)
-    X = check_array("X", X, ndim=2)
-    if X.shape[1] != net.U.shape[2]:
-        raise ValueError(f"X has {X.shape[1]} features, the network expects {net.U.shape[2]}")
-    k = net.U.shape[1]
-    j = check_int("j", j, minimum=0, maximum=k - 1)
-    i = check_int("i", i, minimum=0, maximum=k - 1)
-    activation = check_choice("activation", activation, ("relu", "linear"))
+    net, X, j, i, activation = _check_generator_args(net, X, j, i, activation)
     with np.errstate(over="ignore", invalid="ignore"):
         Z = X @ np.swapaxes(net.U, 1, 2) + net.b[:, None, :]
         zi, zj = Z[:, :, i], Z[:, :, j]
