@@ -226,7 +226,7 @@ def test_encoder_gradient_vanishes_on_the_pca_manifold_and_the_drift_is_positive
 def test_realised_charge_step_is_psd_on_every_draw_on_the_pca_manifold():
     """No balance point on the PCA manifold holds by construction: there the encoder's minibatch gradient
     vanishes, so one SGD step changes Q by η² g_Wᵀ g_W, positive semi-definite on every draw and at every
-    scale (moved here from the synthesis page's table, where it could not fail)."""
+    scale (the synthesis table states it as a derivation)."""
     lam = ae.geometric_spectrum(6)
     for i, s in enumerate(np.logspace(-1, 2, 7)):
         dq = tb.ae_one_step_charges(*ae.pca_point([s, s / 2], 6), lam, eta=0.02, batch_size=4, draws=500, seed=(58, i))
