@@ -16,6 +16,21 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault(_var, "1")
 
 
+def pytest_sessionstart(session):
+    """Before the workers start, the library's numba kernels are compiled once into the disk cache
+    (:func:`symbreak.precompile.precompile`, the groups side by side), so that the workers and the
+    page tests' kernels load them instead of each compiling the same kernels at once on an empty
+    cache (in a clean clone that cost about a minute of the two cores' time). Under ``-p xdist``
+    this runs in the controller only, and it takes well under a second once the cache is full."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    from symbreak.precompile import precompile
+
+    seconds = precompile(jobs=min(2, os.cpu_count() or 1))
+    if seconds > 5:
+        print(f"\nnumba kernels compiled into the disk cache in {seconds:.0f} s")
+
+
 def pytest_collection_modifyitems(config, items):
     """The book pages first, the largest page source first (a proxy for its cost in quick mode), then
     every other test in its usual order: under ``--dist worksteal`` the longest tests start early and

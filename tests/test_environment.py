@@ -162,6 +162,11 @@ def test_postbuild_installs_the_package_not_editable(binder_env):
     cfg = json.loads((binder_env.home / ".jupyter/labconfig/default_setting_overrides.json").read_text())
     viewers = cfg["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
     assert viewers == {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
+    # postBuild compiled the numba kernels into the installed package's disk cache, so a reader's
+    # first simulation loads them: the autoencoder's lane step in both precisions, the Platonic step
+    cache = pathlib.Path(loc).parent / "__pycache__"
+    assert len(list(cache.glob("_ae_lanes._linear_sgd_lanes-*.nbc"))) == 2, sorted(cache.iterdir())
+    assert list((cache.parent / "platonic" / "__pycache__").glob("training._edln_sgd_block-*.nbc"))
 
 
 _IMPORT_EVERY_MODULE = textwrap.dedent(

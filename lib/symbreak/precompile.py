@@ -1,0 +1,140 @@
+"""Compile the library's numba kernels once, ahead of time, into numba's disk cache.
+
+Every compiled kernel of the library (the linear autoencoder's SIMD-lane step, the Platonic
+networks' SGD and GD blocks, the exact Wishart draws, the reduced edge-of-stability map) is
+compiled by numba on first use and cached on disk next to its module, so that a later process
+loads it in well under a second instead of compiling it. The first compile is slow: about 20 s for
+the autoencoder's lane step in float64 and 28 s in float32 on the reference machine, a few seconds
+for each of the others. Processes that start together on an empty cache (the workers of
+``pytest -n auto``, the pages that ``make book`` runs side by side) would each compile the same
+kernels at once. :func:`precompile` compiles them once, the groups side by side in separate
+processes, before those start; it is what ``make test`` and ``make book`` do first, and what a
+Binder image does when it is built.
+
+Run it as ``python -m symbreak.precompile``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+__all__ = ["GROUPS", "compile_kernels", "precompile"]
+
+#: The groups of kernels, the slowest first: each is compiled by one process in :func:`precompile`.
+GROUPS = ("autoencoder-float32", "autoencoder-float64", "others")
+
+
+def _autoencoder(dtype) -> None:
+    from . import autoencoder as ae
+
+    lam = ae.geometric_spectrum(6)
+    kw = dict(seeds=2, record_every=10, seed=1, dtype=dtype)
+    ae.simulate_sgd(lam, 2, 0.02, 8, 20, **kw)  # B >= d: the SIMD-lane step
+    ae.simulate_sgd(lam, 2, 0.02, 4, 20, **kw)  # B < d: the Wishart block draw
+
+
+def _others() -> None:
+    from . import autoencoder as ae
+    from . import platonic as pl
+    from .engine import WishartBlockSampler, replica_streams
+
+    lam = ae.geometric_spectrum(6)
+    task = pl.random_task(5, n=4, m=5, noise=0.5)
+    net = pl.random_edln(6, 4, 5, (4,), cond=2.0)
+    w0 = pl.init_weights(net, 7, replicas=2)
+    for dtype in (np.float64, np.float32):
+        ae.simulate_sgd(lam, 2, 0.02, 4, 20, seeds=2, record_every=10, seed=1, dtype=dtype,
+                        activation="relu", sampler="samples")  # fmt: skip
+        for batch in (4, 16):  # the minibatch of points, and its exact Wishart moments
+            pl.train_sgd(net, task, w0, lr=0.01, batch_size=batch, steps=20, seed=1, record_every=10, dtype=dtype)
+        smp = WishartBlockSampler(np.sqrt(lam), np.array([2, 9]), scale=np.array([0.1, 0.1]), dtype=dtype)
+        smp.draw(replica_streams(1, range(2)), 4)
+    pl.train_gd(net, task, w0, lr=0.01, steps=20, record_every=10)
+    ae.eos_reduced_map(lam, 2, [0.05], [4], 0.01, seeds=2, n_records=2, seed=1)
+
+
+def compile_kernels(group: str = "all") -> float:
+    """Compile (or load from numba's disk cache) the kernels of one group, in this process.
+
+    Each kernel is compiled by running the public simulation that uses it on a tiny problem, so
+    the cached specialisations are exactly the ones the book's simulations call.
+
+    Parameters
+    ----------
+    group : {"all", "autoencoder-float32", "autoencoder-float64", "others"}
+        Which kernels (:data:`GROUPS`); ``"all"`` compiles every group in turn.
+
+    Returns
+    -------
+    float
+        The wall-clock seconds it took (under a second when every kernel is already cached).
+    """
+    if group not in (*GROUPS, "all"):
+        raise ValueError(f"group must be one of {('all', *GROUPS)}, got {group!r}")
+    t0 = time.perf_counter()
+    for g in GROUPS if group == "all" else (group,):
+        if g == "others":
+            _others()
+        else:
+            _autoencoder(np.float32 if g.endswith("32") else np.float64)
+    return time.perf_counter() - t0
+
+
+def precompile(jobs: int = 2, *, timeout: float = 600.0) -> float:
+    """Compile every kernel into the disk cache, the :data:`GROUPS` side by side in ``jobs`` processes.
+
+    Parameters
+    ----------
+    jobs : int
+        Processes at a time, ``1 ≤ jobs ≤ 3`` (the groups; 2, one per core of the reference machine:
+        the two autoencoder groups take about 28 s and 20 s, the others about 15 s).
+    timeout : float
+        Seconds, ``> 0``, after which a group's process is stopped and a ``RuntimeError`` raised.
+
+    Returns
+    -------
+    float
+        The wall-clock seconds it took.
+
+    Raises
+    ------
+    RuntimeError
+        If a group's process fails (its error output is in the message) or runs past ``timeout``.
+    """
+    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or not 1 <= jobs <= len(GROUPS):
+        raise ValueError(f"jobs must be an integer with 1 <= jobs <= {len(GROUPS)}, got {jobs!r}")
+    if not np.isfinite(timeout) or timeout <= 0:
+        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+    t0 = time.perf_counter()
+
+    def run(group):
+        code = f"from symbreak.precompile import compile_kernels; compile_kernels({group!r})"
+        try:
+            p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise RuntimeError(f"compiling the kernels of group {group!r} took over {timeout} s") from None
+        if p.returncode != 0:
+            raise RuntimeError(f"compiling the kernels of group {group!r} failed:\n{p.stderr[-4000:]}")
+
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(run, GROUPS))
+    return time.perf_counter() - t0
+
+
+def main(argv=None) -> None:
+    """``python -m symbreak.precompile [--jobs N]``: compile every kernel, print the seconds taken."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m symbreak.precompile", description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2, help="processes at a time, 1 to 3 (default 2)")
+    args = parser.parse_args(argv)
+    print(f"numba kernels compiled or loaded from the cache in {precompile(args.jobs):.1f} s")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
