@@ -4,8 +4,13 @@ inside the step: the kernel behind :class:`symbreak.autoencoder.sgd._LaneLinearS
 It sits beside the engine, outside the chapter package: a compiled kernel, with no mathematics of
 its own beyond the chapter's update (the pages reach it through
 :func:`symbreak.autoencoder.simulate_sgd`).
-Imported on first use (it imports numba). The kernel is compiled on first use (20–30 s per
-dtype) and cached on disk; numba's cache checks only this file's time stamp, so after editing
+Imported on first use (it imports numba). The kernel is compiled on first use (about 16 s in
+float64, 21 s in float32 on the reference machine; :mod:`symbreak.precompile` does it ahead) and
+cached on disk. The large pieces of the step (:func:`_group`, :func:`_single` and the products) are
+functions of their own, each compiled once per vector width ``w`` (a literal, by
+``numba.literally``), not inlined by numba (whose inlining copies the callee's IR at each call site:
+that copying was two thirds of a 28 s compile); LLVM still inlines where it pays.
+numba's cache checks only this file's time stamp, so after editing
 :mod:`symbreak._lanes` or :func:`symbreak._sfc64.bartlett_factor_lane` (which the kernel inlines)
 touch this file or clear its ``__pycache__``.
 """
@@ -22,59 +27,165 @@ from ._lanes import vacc, vcopy, vfma, vfmab, vmul, vmulb, vstore, vstore_sub, v
 __all__ = ["_LANES", "_linear_sgd_lanes"]
 
 
-@numba.njit(inline="always")
-def _tri_right(H, F, out, e, nrows, d, a0, a1, a2, a3, w):  # pragma: no cover - run compiled
+@numba.njit
+def _tri_right(H, F, out, e, nrows, d, w):  # pragma: no cover - run compiled
     """Rows ``e … e + nrows − 1`` (``nrows`` 4 or 2) of ``out = H F``, ``F`` lower triangular (packed):
-    ``out[e, c] = Σ_{l ≥ c} H[e, l] F[l, c]``, summed in the order of ``l``; the rows share each load of ``F``."""
-    for c in range(d):
-        o = (c * (c + 1) // 2 + c) * w
+    ``out[e, c] = Σ_{l ≥ c} H[e, l] F[l, c]``, summed in the order of ``l``; two columns ``c``, ``c + 1``
+    at a time (eight independent sums for four rows, in the accumulators ``a`` and ``b``: twice the
+    independent additions of one column at a time), sharing each load of ``H``, and the rows sharing
+    each load of ``F``."""
+    numba.literally(w)
+    a0, a1, a2, a3 = vacc(F, w), vacc(F, w), vacc(F, w), vacc(F, w)
+    b0, b1, b2, b3 = vacc(F, w), vacc(F, w), vacc(F, w), vacc(F, w)
+    c = 0
+    while c < d:
+        o = (c * (c + 1) // 2 + c) * w  # F[c, c]
         vmul(a0, H, (e * d + c) * w, F, o, w)
         vmul(a1, H, ((e + 1) * d + c) * w, F, o, w)
         if nrows == 4:
             vmul(a2, H, ((e + 2) * d + c) * w, F, o, w)
             vmul(a3, H, ((e + 3) * d + c) * w, F, o, w)
-        for l in range(c + 1, d):
-            o = (l * (l + 1) // 2 + c) * w
-            vfma(a0, H, (e * d + l) * w, F, o, w)
-            vfma(a1, H, ((e + 1) * d + l) * w, F, o, w)
+        if c + 1 < d:
+            for l in range(c + 1, d):
+                o = (l * (l + 1) // 2 + c) * w  # F[l, c], then F[l, c + 1] at o + w
+                h = (e * d + l) * w
+                vfma(a0, H, h, F, o, w)
+                vfma(a1, H, h + d * w, F, o, w)
+                if nrows == 4:
+                    vfma(a2, H, h + 2 * d * w, F, o, w)
+                    vfma(a3, H, h + 3 * d * w, F, o, w)
+                if l == c + 1:
+                    vmul(b0, H, h, F, o + w, w)
+                    vmul(b1, H, h + d * w, F, o + w, w)
+                    if nrows == 4:
+                        vmul(b2, H, h + 2 * d * w, F, o + w, w)
+                        vmul(b3, H, h + 3 * d * w, F, o + w, w)
+                else:
+                    vfma(b0, H, h, F, o + w, w)
+                    vfma(b1, H, h + d * w, F, o + w, w)
+                    if nrows == 4:
+                        vfma(b2, H, h + 2 * d * w, F, o + w, w)
+                        vfma(b3, H, h + 3 * d * w, F, o + w, w)
+            vstore(b0, out, (e * d + c + 1) * w, w)
+            vstore(b1, out, ((e + 1) * d + c + 1) * w, w)
             if nrows == 4:
-                vfma(a2, H, ((e + 2) * d + l) * w, F, o, w)
-                vfma(a3, H, ((e + 3) * d + l) * w, F, o, w)
+                vstore(b2, out, ((e + 2) * d + c + 1) * w, w)
+                vstore(b3, out, ((e + 3) * d + c + 1) * w, w)
         vstore(a0, out, (e * d + c) * w, w)
         vstore(a1, out, ((e + 1) * d + c) * w, w)
         if nrows == 4:
             vstore(a2, out, ((e + 2) * d + c) * w, w)
             vstore(a3, out, ((e + 3) * d + c) * w, w)
+        c += 2
 
 
-@numba.njit(inline="always")
-def _tri_right_t(H, F, out, e, nrows, d, a0, a1, a2, a3, w):  # pragma: no cover - run compiled
+@numba.njit
+def _tri_right_t(H, F, out, e, nrows, d, w):  # pragma: no cover - run compiled
     """Rows ``e … e + nrows − 1`` of ``out = H Fᵀ``: ``out[e, i] = Σ_{c ≤ i} H[e, c] F[i, c]``, summed in
-    the order of ``c``; the rows share each load of ``F``."""
-    for i in range(d):
-        o = i * (i + 1) // 2
-        vmul(a0, H, e * d * w, F, o * w, w)
-        vmul(a1, H, (e + 1) * d * w, F, o * w, w)
+    the order of ``c``; two columns ``i``, ``i + 1`` at a time (eight independent sums for four rows),
+    sharing each load of ``H``, and the rows sharing each load of ``F``."""
+    numba.literally(w)
+    a0, a1, a2, a3 = vacc(F, w), vacc(F, w), vacc(F, w), vacc(F, w)
+    b0, b1, b2, b3 = vacc(F, w), vacc(F, w), vacc(F, w), vacc(F, w)
+    i = 0
+    while i < d:
+        o = i * (i + 1) // 2  # F[i, 0]; F[i + 1, 0] at o + i + 1
+        p = o + i + 1
+        two = i + 1 < d
+        h = e * d * w
+        vmul(a0, H, h, F, o * w, w)
+        vmul(a1, H, h + d * w, F, o * w, w)
         if nrows == 4:
-            vmul(a2, H, (e + 2) * d * w, F, o * w, w)
-            vmul(a3, H, (e + 3) * d * w, F, o * w, w)
-        for c in range(1, i + 1):
-            vfma(a0, H, (e * d + c) * w, F, (o + c) * w, w)
-            vfma(a1, H, ((e + 1) * d + c) * w, F, (o + c) * w, w)
+            vmul(a2, H, h + 2 * d * w, F, o * w, w)
+            vmul(a3, H, h + 3 * d * w, F, o * w, w)
+        if two:
+            vmul(b0, H, h, F, p * w, w)
+            vmul(b1, H, h + d * w, F, p * w, w)
             if nrows == 4:
-                vfma(a2, H, ((e + 2) * d + c) * w, F, (o + c) * w, w)
-                vfma(a3, H, ((e + 3) * d + c) * w, F, (o + c) * w, w)
+                vmul(b2, H, h + 2 * d * w, F, p * w, w)
+                vmul(b3, H, h + 3 * d * w, F, p * w, w)
+        for c in range(1, i + 1):
+            h = (e * d + c) * w
+            vfma(a0, H, h, F, (o + c) * w, w)
+            vfma(a1, H, h + d * w, F, (o + c) * w, w)
+            if nrows == 4:
+                vfma(a2, H, h + 2 * d * w, F, (o + c) * w, w)
+                vfma(a3, H, h + 3 * d * w, F, (o + c) * w, w)
+            if two:
+                vfma(b0, H, h, F, (p + c) * w, w)
+                vfma(b1, H, h + d * w, F, (p + c) * w, w)
+                if nrows == 4:
+                    vfma(b2, H, h + 2 * d * w, F, (p + c) * w, w)
+                    vfma(b3, H, h + 3 * d * w, F, (p + c) * w, w)
         vstore(a0, out, (e * d + i) * w, w)
         vstore(a1, out, ((e + 1) * d + i) * w, w)
         if nrows == 4:
             vstore(a2, out, ((e + 2) * d + i) * w, w)
             vstore(a3, out, ((e + 3) * d + i) * w, w)
+        if two:
+            h = (e * d + i + 1) * w  # the last term of column i + 1: c = i + 1
+            vfma(b0, H, h, F, (p + i + 1) * w, w)
+            vfma(b1, H, h + d * w, F, (p + i + 1) * w, w)
+            if nrows == 4:
+                vfma(b2, H, h + 2 * d * w, F, (p + i + 1) * w, w)
+                vfma(b3, H, h + 3 * d * w, F, (p + i + 1) * w, w)
+            vstore(b0, out, (e * d + i + 1) * w, w)
+            vstore(b1, out, ((e + 1) * d + i + 1) * w, w)
+            if nrows == 4:
+                vstore(b2, out, ((e + 2) * d + i + 1) * w, w)
+                vstore(b3, out, ((e + 3) * d + i + 1) * w, w)
+        i += 2
 
 
-@numba.njit(inline="always")
-def _small_left(K, X, S, out, k, d, a0, a1, a2, a3, w):  # pragma: no cover - run compiled
+@numba.njit
+def _gram(X, xo, out, k, d, w):  # pragma: no cover - run compiled
+    """``out = X Xᵀ`` for the ``k`` rows of ``X`` from row ``xo`` (each ``d`` long): for ``b ≤ a``,
+    ``out[a, b] = out[b, a] = Σ_c X[a, c] X[b, c]``, summed in the order of ``c``; four ``b`` of a row at
+    a time (four independent sums that share each load of row ``a``, instead of one chain of
+    dependent additions), the last ones of the row one at a time."""
+    numba.literally(w)
+    a0, a1, a2, a3 = vacc(X, w), vacc(X, w), vacc(X, w), vacc(X, w)
+    for a in range(k):
+        ra = (xo + a) * d * w
+        b = 0
+        while b + 4 <= a + 1:
+            rb = (xo + b) * d * w
+            vmul(a0, X, ra, X, rb, w)
+            vmul(a1, X, ra, X, rb + d * w, w)
+            vmul(a2, X, ra, X, rb + 2 * d * w, w)
+            vmul(a3, X, ra, X, rb + 3 * d * w, w)
+            for c in range(1, d):
+                x = ra + c * w
+                y = rb + c * w
+                vfma(a0, X, x, X, y, w)
+                vfma(a1, X, x, X, y + d * w, w)
+                vfma(a2, X, x, X, y + 2 * d * w, w)
+                vfma(a3, X, x, X, y + 3 * d * w, w)
+            vstore(a0, out, (a * k + b) * w, w)
+            vstore(a0, out, (b * k + a) * w, w)
+            vstore(a1, out, (a * k + b + 1) * w, w)
+            vstore(a1, out, ((b + 1) * k + a) * w, w)
+            vstore(a2, out, (a * k + b + 2) * w, w)
+            vstore(a2, out, ((b + 2) * k + a) * w, w)
+            vstore(a3, out, (a * k + b + 3) * w, w)
+            vstore(a3, out, ((b + 3) * k + a) * w, w)
+            b += 4
+        while b <= a:
+            rb = (xo + b) * d * w
+            vmul(a0, X, ra, X, rb, w)
+            for c in range(1, d):
+                vfma(a0, X, ra + c * w, X, rb + c * w, w)
+            vstore(a0, out, (a * k + b) * w, w)
+            vstore(a0, out, (b * k + a) * w, w)
+            b += 1
+
+
+@numba.njit
+def _small_left(K, X, S, out, k, d, w):  # pragma: no cover - run compiled
     """``out = K X − S`` for ``K`` (k × k) and ``X``, ``S`` (k × d): ``out[a, c] = Σ_b K[a, b] X[b, c] − S[a, c]``,
     summed in the order of ``b``, four columns at a time (they share each load of ``K``)."""
+    numba.literally(w)
+    a0, a1, a2, a3 = vacc(K, w), vacc(K, w), vacc(K, w), vacc(K, w)
     for a in range(k):
         c = 0
         while c + 4 <= d:
@@ -202,7 +313,7 @@ def _rect(X, xo, xs, Y, yo, yd, ys, t1, out, od, ncol, nb, S, so, sd, sub, a0, a
         _col(X, xo, xs, Y, yo + p * yd, ys, 0, 0, t1, out, p * od, nb, S, so + p * sd, sub, a0, a1, a2, a3, n)
 
 
-@numba.njit(inline="always")
+@numba.njit
 def _single(
     zaddr,
     uaddr,
@@ -242,6 +353,7 @@ def _single(
     products over their first 2k rows rounded up to whole vectors), ``K1``, ``K2`` (k × kp,
     symmetric). Each product is a sum over columns of a matrix times one number of another (the
     number broadcast to every row); a padded row only ever meets padded rows, never a real one."""
+    numba.literally(n)
     d = V.shape[2]
     kp = (k + n - 1) // n * n
     nk = kp // n
@@ -378,7 +490,7 @@ _LANES = {"float64": 8, "float32": 16}
 _ROWS = {"float64": 8, "float32": 16}
 
 
-@numba.njit(inline="always")
+@numba.njit
 def _group(
     zaddr,
     uaddr,
@@ -408,8 +520,8 @@ def _group(
     w,
 ):  # pragma: no cover - run compiled
     """:func:`_linear_sgd_lanes` for the replicas ``r0 … r0 + w − 1``, one lane each (``w`` a literal)."""
+    numba.literally(w)
     d = V.shape[2]
-    acc, a1, a2, a3 = vacc(F, w), vacc(F, w), vacc(F, w), vacc(F, w)
     kd = k * d
     nz = d * (d - 1) // 2
     for a in range(k):
@@ -431,33 +543,21 @@ def _group(
             _sfc64._store(uaddr[j], us, uh, uw)
             _sfc64._store(gaddr[j], gs, gh, gw)
         # K1 = Wᵀ W (k × k, symmetric): rows of Wt
-        for a in range(k):
-            for b in range(a + 1):
-                vmul(acc, Wt, a * d * w, Wt, b * d * w, w)
-                for c in range(1, d):
-                    vfma(acc, Wt, (a * d + c) * w, Wt, (b * d + c) * w, w)
-                vstore(acc, K1, (a * k + b) * w, w)
-                vstore(acc, K1, (b * k + a) * w, w)
+        _gram(Wt, 0, K1, k, d, w)
         # T = [N; U] with N = K1 U − Wᵀ
-        _small_left(K1, U, Wt, T, k, d, acc, a1, a2, a3, w)
+        _small_left(K1, U, Wt, T, k, d, w)
         for x in range(kd):
             vcopy(T, (kd + x) * w, U, x * w, w)
         # HF = T F = [N F; U F], then T = HF Fᵀ (T[:k] = η∇_U L̂, T[k:] = U ηΣ̂): four rows at a time
         # (two in the last block when 2k = 4n + 2), both products of a block before the next, so that
         # its rows stay in the core's first cache (each row of either product needs only its own row)
         for e in range(0, 2 * k, 4):
-            _tri_right(T, F, HF, e, min(4, 2 * k - e), d, acc, a1, a2, a3, w)
-            _tri_right_t(HF, F, T, e, min(4, 2 * k - e), d, acc, a1, a2, a3, w)
-        # K2 = (U F)(U F)ᵀ = U ηΣ̂ Uᵀ
-        for a in range(k):
-            for b in range(a + 1):
-                vmul(acc, HF, (kd + a * d) * w, HF, (kd + b * d) * w, w)
-                for c in range(1, d):
-                    vfma(acc, HF, (kd + a * d + c) * w, HF, (kd + b * d + c) * w, w)
-                vstore(acc, K2, (a * k + b) * w, w)
-                vstore(acc, K2, (b * k + a) * w, w)
+            _tri_right(T, F, HF, e, min(4, 2 * k - e), d, w)
+            _tri_right_t(HF, F, T, e, min(4, 2 * k - e), d, w)
+        # K2 = (U F)(U F)ᵀ = U ηΣ̂ Uᵀ (rows k … 2k − 1 of HF)
+        _gram(HF, k, K2, k, d, w)
         # HF[:k] = η∇_{Wᵀ} L̂ = K2 Wᵀ − U ηΣ̂
-        _small_left(K2, Wt, T[kd * w :], HF, k, d, acc, a1, a2, a3, w)
+        _small_left(K2, Wt, T[kd * w :], HF, k, d, w)
         for x in range(kd):
             vsub_from(U, x * w, T, x * w, w)
             vsub_from(Wt, x * w, HF, x * w, w)
