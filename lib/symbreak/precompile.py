@@ -3,8 +3,8 @@
 Every compiled kernel of the library (the linear autoencoder's SIMD-lane step, the Platonic
 networks' SGD and GD blocks, the exact Wishart draws, the reduced edge-of-stability map) is
 compiled by numba on first use and cached on disk next to its module, so that a later process
-loads it in well under a second instead of compiling it. The first compile is slow: about 20 s for
-the autoencoder's lane step in float64 and 28 s in float32 on the reference machine, a few seconds
+loads it in well under a second instead of compiling it. The first compile is slow: about 16 s for
+the autoencoder's lane step in float64 and 21 s in float32 on the reference machine, a few seconds
 for each of the others. Processes that start together on an empty cache (the workers of
 ``pytest -n auto``, the pages that ``make book`` runs side by side) would each compile the same
 kernels at once. :func:`precompile` compiles them once, the groups side by side in separate
@@ -25,8 +25,9 @@ import numpy as np
 
 __all__ = ["GROUPS", "compile_kernels", "precompile"]
 
-#: The groups of kernels, the slowest first: each is compiled by one process in :func:`precompile`.
-GROUPS = ("autoencoder-float32", "autoencoder-float64", "others")
+#: The groups of kernels, the slowest first: each is compiled by one process in :func:`precompile`
+#: (on the reference machine about 21 s, 16 s, 11 s and 4 s; two processes finish them in about 27 s).
+GROUPS = ("autoencoder-float32", "autoencoder-float64", "platonic", "others")
 
 
 def _autoencoder(dtype) -> None:
@@ -38,23 +39,28 @@ def _autoencoder(dtype) -> None:
     ae.simulate_sgd(lam, 2, 0.02, 4, 20, **kw)  # B < d: the Wishart block draw
 
 
-def _others() -> None:
-    from . import autoencoder as ae
+def _platonic() -> None:
     from . import platonic as pl
-    from .engine import WishartBlockSampler, replica_streams
 
-    lam = ae.geometric_spectrum(6)
     task = pl.random_task(5, n=4, m=5, noise=0.5)
     net = pl.random_edln(6, 4, 5, (4,), cond=2.0)
     w0 = pl.init_weights(net, 7, replicas=2)
     for dtype in (np.float64, np.float32):
-        ae.simulate_sgd(lam, 2, 0.02, 4, 20, seeds=2, record_every=10, seed=1, dtype=dtype,
-                        activation="relu", sampler="samples")  # fmt: skip
         for batch in (4, 16):  # the minibatch of points, and its exact Wishart moments
             pl.train_sgd(net, task, w0, lr=0.01, batch_size=batch, steps=20, seed=1, record_every=10, dtype=dtype)
+    pl.train_gd(net, task, w0, lr=0.01, steps=20, record_every=10)
+
+
+def _others() -> None:
+    from . import autoencoder as ae
+    from .engine import WishartBlockSampler, replica_streams
+
+    lam = ae.geometric_spectrum(6)
+    for dtype in (np.float64, np.float32):
+        ae.simulate_sgd(lam, 2, 0.02, 4, 20, seeds=2, record_every=10, seed=1, dtype=dtype,
+                        activation="relu", sampler="samples")  # fmt: skip
         smp = WishartBlockSampler(np.sqrt(lam), np.array([2, 9]), scale=np.array([0.1, 0.1]), dtype=dtype)
         smp.draw(replica_streams(1, range(2)), 4)
-    pl.train_gd(net, task, w0, lr=0.01, steps=20, record_every=10)
     ae.eos_reduced_map(lam, 2, [0.05], [4], 0.01, seeds=2, n_records=2, seed=1)
 
 
@@ -66,7 +72,7 @@ def compile_kernels(group: str = "all") -> float:
 
     Parameters
     ----------
-    group : {"all", "autoencoder-float32", "autoencoder-float64", "others"}
+    group : {"all", "autoencoder-float32", "autoencoder-float64", "platonic", "others"}
         Which kernels (:data:`GROUPS`); ``"all"`` compiles every group in turn.
 
     Returns
@@ -78,7 +84,9 @@ def compile_kernels(group: str = "all") -> float:
         raise ValueError(f"group must be one of {('all', *GROUPS)}, got {group!r}")
     t0 = time.perf_counter()
     for g in GROUPS if group == "all" else (group,):
-        if g == "others":
+        if g == "platonic":
+            _platonic()
+        elif g == "others":
             _others()
         else:
             _autoencoder(np.float32 if g.endswith("32") else np.float64)
@@ -91,8 +99,7 @@ def precompile(jobs: int = 2, *, timeout: float = 600.0) -> float:
     Parameters
     ----------
     jobs : int
-        Processes at a time, ``1 ≤ jobs ≤ 3`` (the groups; 2, one per core of the reference machine:
-        the two autoencoder groups take about 28 s and 20 s, the others about 15 s).
+        Processes at a time, ``1 ≤ jobs ≤ 4`` (the groups; 2, one per core of the reference machine).
     timeout : float
         Seconds, ``> 0``, after which a group's process is stopped and a ``RuntimeError`` raised.
 
@@ -131,7 +138,7 @@ def main(argv=None) -> None:
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m symbreak.precompile", description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=2, help="processes at a time, 1 to 3 (default 2)")
+    parser.add_argument("--jobs", type=int, default=2, help="processes at a time, 1 to 4 (default 2)")
     args = parser.parse_args(argv)
     print(f"numba kernels compiled or loaded from the cache in {precompile(args.jobs):.1f} s")
 
