@@ -183,34 +183,65 @@ def _gram(X, xo, out, k, d, w):  # pragma: no cover - run compiled
 @numba.njit
 def _small_left(K, X, S, out, k, d, w):  # pragma: no cover - run compiled
     """``out = K X − S`` for ``K`` (k × k) and ``X``, ``S`` (k × d): ``out[a, c] = Σ_b K[a, b] X[b, c] − S[a, c]``,
-    summed in the order of ``b``, four columns at a time (they share each load of ``K``)."""
+    summed in the order of ``b``; two rows and four columns at a time (eight independent sums: each
+    load of ``K`` shared by four columns, each load of ``X`` by two rows)."""
     numba.literally(w)
     a0, a1, a2, a3 = vacc(K, w), vacc(K, w), vacc(K, w), vacc(K, w)
-    for a in range(k):
+    b0, b1, b2, b3 = vacc(K, w), vacc(K, w), vacc(K, w), vacc(K, w)
+    a = 0
+    while a < k:
+        two = a + 1 < k
         c = 0
         while c + 4 <= d:
             x = a * k * w
+            y = x + k * w  # K[a + 1, 0]
             vmul(a0, K, x, X, c * w, w)
             vmul(a1, K, x, X, (c + 1) * w, w)
             vmul(a2, K, x, X, (c + 2) * w, w)
             vmul(a3, K, x, X, (c + 3) * w, w)
+            if two:
+                vmul(b0, K, y, X, c * w, w)
+                vmul(b1, K, y, X, (c + 1) * w, w)
+                vmul(b2, K, y, X, (c + 2) * w, w)
+                vmul(b3, K, y, X, (c + 3) * w, w)
             for b in range(1, k):
                 x = (a * k + b) * w
-                vfma(a0, K, x, X, (b * d + c) * w, w)
-                vfma(a1, K, x, X, (b * d + c + 1) * w, w)
-                vfma(a2, K, x, X, (b * d + c + 2) * w, w)
-                vfma(a3, K, x, X, (b * d + c + 3) * w, w)
-            vstore_sub(a0, S, (a * d + c) * w, out, (a * d + c) * w, w)
-            vstore_sub(a1, S, (a * d + c + 1) * w, out, (a * d + c + 1) * w, w)
-            vstore_sub(a2, S, (a * d + c + 2) * w, out, (a * d + c + 2) * w, w)
-            vstore_sub(a3, S, (a * d + c + 3) * w, out, (a * d + c + 3) * w, w)
+                y = x + k * w
+                z = (b * d + c) * w
+                vfma(a0, K, x, X, z, w)
+                vfma(a1, K, x, X, z + w, w)
+                vfma(a2, K, x, X, z + 2 * w, w)
+                vfma(a3, K, x, X, z + 3 * w, w)
+                if two:
+                    vfma(b0, K, y, X, z, w)
+                    vfma(b1, K, y, X, z + w, w)
+                    vfma(b2, K, y, X, z + 2 * w, w)
+                    vfma(b3, K, y, X, z + 3 * w, w)
+            o = (a * d + c) * w
+            vstore_sub(a0, S, o, out, o, w)
+            vstore_sub(a1, S, o + w, out, o + w, w)
+            vstore_sub(a2, S, o + 2 * w, out, o + 2 * w, w)
+            vstore_sub(a3, S, o + 3 * w, out, o + 3 * w, w)
+            if two:
+                o += d * w
+                vstore_sub(b0, S, o, out, o, w)
+                vstore_sub(b1, S, o + w, out, o + w, w)
+                vstore_sub(b2, S, o + 2 * w, out, o + 2 * w, w)
+                vstore_sub(b3, S, o + 3 * w, out, o + 3 * w, w)
             c += 4
         while c < d:
             vmul(a0, K, a * k * w, X, c * w, w)
+            if two:
+                vmul(b0, K, (a + 1) * k * w, X, c * w, w)
             for b in range(1, k):
                 vfma(a0, K, (a * k + b) * w, X, (b * d + c) * w, w)
+                if two:
+                    vfma(b0, K, ((a + 1) * k + b) * w, X, (b * d + c) * w, w)
             vstore_sub(a0, S, (a * d + c) * w, out, (a * d + c) * w, w)
+            if two:
+                vstore_sub(b0, S, ((a + 1) * d + c) * w, out, ((a + 1) * d + c) * w, w)
             c += 1
+        a += 2
 
 
 @numba.njit(inline="always")
