@@ -9,7 +9,7 @@ float64, 21 s in float32 on the reference machine; :mod:`symbreak.precompile` do
 cached on disk. The large pieces of the step (:func:`_group`, :func:`_single` and the products) are
 functions of their own, each compiled once per vector width ``w`` (a literal, by
 ``numba.literally``), not inlined by numba (whose inlining copies the callee's IR at each call site:
-that copying was two thirds of a 28 s compile); LLVM still inlines where it pays.
+that copying took two thirds of the compile time); LLVM still inlines where it pays.
 numba's cache checks only this file's time stamp, so after editing
 :mod:`symbreak._lanes` or :func:`symbreak._sfc64.bartlett_factor_lane` (which the kernel inlines)
 touch this file or clear its ``__pycache__``.
