@@ -24,19 +24,29 @@ def pytest_sessionstart(session):
     """Before the workers start, the library's numba kernels are compiled once into the disk cache
     (:func:`symbreak.precompile.precompile`, the groups side by side), so that the workers and the
     page tests' kernels load them instead of each compiling the same kernels at once on an empty
-    cache (in a clean clone that cost about a minute of the two cores' time). In the controller only
-    (it runs before xdist starts the workers); well under a second once the cache is full. Compiling
+    cache (in a clean clone that cost about a minute of the two cores' time). In the controller of
+    xdist workers only (it runs before xdist starts them); not for ``-n 0`` (one process: nothing
+    compiles twice) nor ``--collect-only``; a second or two once the cache is full. Compiling
     while the workers start and collect instead was slower (190 s against 173 s for a clean clone's
-    suite): collecting the test modules compiles some kernels too, so they were compiled twice."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    suite): collecting the test modules compiles some kernels too, so they were compiled twice.
+    A failure is reported in the summary; the tests then compile what they use themselves."""
+    opt = session.config.option
+    if os.environ.get("PYTEST_XDIST_WORKER") or opt.collectonly or not getattr(opt, "numprocesses", None):
         return
     from symbreak.precompile import precompile
 
-    _PRECOMPILED.append(precompile(jobs=min(2, os.cpu_count() or 1)))
+    try:
+        _PRECOMPILED.append(precompile(jobs=min(2, os.cpu_count() or 1)))
+    except RuntimeError as exc:
+        _PRECOMPILED.append(str(exc))
 
 
 def pytest_terminal_summary(terminalreporter):
-    if _PRECOMPILED and _PRECOMPILED[0] > 5:
+    if not _PRECOMPILED:
+        return
+    if isinstance(_PRECOMPILED[0], str):
+        terminalreporter.write_line(f"precompiling the numba kernels failed: {_PRECOMPILED[0]}", red=True)
+    elif _PRECOMPILED[0] > 5:
         terminalreporter.write_line(
             f"numba kernels compiled into the disk cache before the tests, in {_PRECOMPILED[0]:.0f} s"
         )

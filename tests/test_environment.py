@@ -164,8 +164,9 @@ def test_postbuild_installs_the_package_not_editable(binder_env):
     assert viewers == {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}
     # postBuild compiled the numba kernels into the installed package's disk cache, so a reader's
     # first simulation loads them: the autoencoder's lane step in both precisions, the Platonic step
+    assert "numba kernels compiled or loaded from the cache" in binder_env.postbuild.stdout, binder_env.postbuild
     cache = pathlib.Path(loc).parent / "__pycache__"
-    assert len(list(cache.glob("_ae_lanes._linear_sgd_lanes-*.nbc"))) == 2, sorted(cache.iterdir())
+    assert len(list(cache.glob("_ae_lanes._linear_sgd_lanes-*.nbc"))) >= 2, sorted(cache.iterdir())
     assert list((cache.parent / "platonic" / "__pycache__").glob("training._edln_sgd_block-*.nbc"))
 
 

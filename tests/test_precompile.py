@@ -1,10 +1,11 @@
 """Tests of ``symbreak.precompile``: the kernels compiled ahead into numba's disk cache."""
 
-import pathlib
+import json
+import subprocess
+import sys
 
 import pytest
 
-import symbreak
 from symbreak import precompile as pc
 
 
@@ -18,6 +19,7 @@ from symbreak import precompile as pc
         (lambda: pc.precompile(True), "jobs"),
         (lambda: pc.precompile(1, timeout=0.0), "timeout"),
         (lambda: pc.precompile(1, timeout=float("nan")), "timeout"),
+        (lambda: pc.precompile(1, timeout=None), "timeout"),
     ],
 )
 def test_bad_arguments_name_the_parameter(call, name):
@@ -25,27 +27,43 @@ def test_bad_arguments_name_the_parameter(call, name):
         call()
 
 
+def test_a_group_past_its_time_limit_is_an_error():
+    with pytest.raises(RuntimeError, match="took over"):
+        pc.precompile(1, timeout=0.01)  # a fresh interpreter alone takes longer
+
+
+# every kernel that precompile compiles, and its number of signatures (float64, float32)
+_KERNELS = {
+    "_linear_sgd_lanes": 2,
+    "_bartlett_products": 2,
+    "_samples_sgd_block": 2,
+    "_edln_sgd_block": 2,
+    "_edln_gd_block": 1,
+    "_edge_map_loop": 1,
+    "fill_normal_rows": 2,
+    "wishart_variates": 2,
+}
+
+_STATS = """
+import json
+from symbreak.precompile import compile_kernels
+compile_kernels("all")
+from symbreak import _sfc64, wishart
+kernels = {fn.__name__: d for fn, d in wishart._COMPILED.items()}
+kernels.update(fill_normal_rows=_sfc64.fill_normal_rows, wishart_variates=_sfc64.wishart_variates)
+print(json.dumps({name: [sum(d.stats.cache_hits.values()), sum(d.stats.cache_misses.values()),
+                         len(d.signatures)] for name, d in kernels.items()}))
+"""
+
+
 def test_precompile_leaves_every_kernel_in_the_disk_cache():
-    """After :func:`precompile` (which the test session's start has run already), the disk cache holds
-    the autoencoder's lane step in both precisions, the Platonic SGD step in both and its GD step, the
-    Wishart draws and the edge map; a second call finds them there and loads them instead of
-    compiling: no cache file is written again."""
+    """After :func:`precompile`, a fresh process that runs :func:`compile_kernels` finds every kernel
+    in numba's disk cache, in each of its precisions: each signature a cache hit, none compiled (a
+    group that stopped compiling a kernel, or a cache that did not keep it, fails this)."""
     pc.precompile(2)
-    root = pathlib.Path(symbreak.__file__).parent
-    files = {p: p.stat().st_mtime_ns for p in root.rglob("__pycache__/*.nb[ic]")}
-    pc.precompile(2)
-    assert {p: p.stat().st_mtime_ns for p in root.rglob("__pycache__/*.nb[ic]")} == files
-    counts = {
-        "_ae_lanes._linear_sgd_lanes": (root / "__pycache__", 2),
-        "wishart._bartlett_products": (root / "__pycache__", 2),
-        "training._edln_sgd_block": (root / "platonic" / "__pycache__", 2),
-        "training._edln_gd_block": (root / "platonic" / "__pycache__", 1),
-        "sgd._samples_sgd_block": (root / "autoencoder" / "__pycache__", 2),
-        "stability._edge_map_loop": (root / "autoencoder" / "__pycache__", 1),
-    }
-    for name, (folder, n) in counts.items():
-        # numba names a kernel's files after its first line: the newest index is the current source's
-        # (a working tree may keep those of an earlier version of the file)
-        index = max(folder.glob(f"{name}-*.nbi"), key=lambda p: p.stat().st_mtime_ns)
-        compiled = list(folder.glob(index.name[: -len(".nbi")] + ".*.nbc"))
-        assert len(compiled) == n, (name, sorted(p.name for p in folder.glob("*.nb*")))
+    out = subprocess.run([sys.executable, "-c", _STATS], capture_output=True, text=True, check=True, timeout=600)
+    stats = json.loads(out.stdout.strip().splitlines()[-1])
+    for name, n in _KERNELS.items():
+        hits, misses, signatures = stats[name]
+        assert (misses, signatures) == (0, n), (name, stats[name])
+        assert hits >= n, (name, stats[name])

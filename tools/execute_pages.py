@@ -181,10 +181,13 @@ def main(argv=None) -> int:
     heavy = {p for p, v in seconds.items() if v >= args.heavy}
     env = kernel_environment(args.jobs, _cores())
     # the kernels compiled once into numba's disk cache, so that pages started together on an empty
-    # cache do not each compile them (under a second when they are cached already)
+    # cache do not each compile them (a second or two when they are cached already)
     from symbreak.precompile import precompile
 
-    print(f"execute_pages: numba kernels compiled or loaded in {precompile(min(2, args.jobs)):.1f} s", flush=True)
+    try:
+        print(f"execute_pages: numba kernels compiled or loaded in {precompile(min(2, args.jobs)):.1f} s", flush=True)
+    except RuntimeError as exc:  # the pages then compile what they use; a broken kernel fails its page
+        print(f"execute_pages: precompiling the numba kernels failed: {exc}", flush=True)
     print(
         f"execute_pages: {len(todo)} page(s) to execute, {args.jobs} at a time, longest first, at most "
         f"{max(1, args.jobs // 2)} of the {len(heavy)} heavy one(s) at a time"

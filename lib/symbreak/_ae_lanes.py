@@ -6,14 +6,14 @@ its own beyond the chapter's update (the pages reach it through
 :func:`symbreak.autoencoder.simulate_sgd`).
 Imported on first use (it imports numba). The kernel is compiled on first use (about 16 s in
 float64, 21 s in float32 on the reference machine; :mod:`symbreak.precompile` does it ahead) and
-cached on disk. The large pieces of the step (:func:`_group`, :func:`_single` and the products) are
-functions of their own, each compiled once per vector width ``w`` (a literal, by
-``numba.literally``), not inlined by numba (whose inlining copies the callee's IR at each call site:
-that copying took two thirds of the compile time); LLVM still inlines where it pays.
-numba's cache checks only this file's time stamp, so after editing
+cached on disk. The large pieces of the step (:func:`_group`, :func:`_single`, and the products of
+:func:`_group`: :func:`_tri_right`, :func:`_tri_right_t`, :func:`_gram`, :func:`_small_left`) are
+functions of their own, compiled for each vector width ``w`` (a literal, by ``numba.literally``;
+:func:`_gram` also for each of its two constant row offsets), not inlined by numba (whose inlining
+copies the callee's IR at each call site: that copying took two thirds of the compile time); LLVM
+still inlines where it pays. numba's cache checks only this file's time stamp, so after editing
 :mod:`symbreak._lanes` or :func:`symbreak._sfc64.bartlett_factor_lane` (which the kernel inlines)
-touch this file or clear its ``__pycache__``.
-"""
+touch this file or clear its ``__pycache__``."""
 
 from __future__ import annotations
 

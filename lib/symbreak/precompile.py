@@ -1,15 +1,17 @@
 """Compile the library's numba kernels once, ahead of time, into numba's disk cache.
 
-Every compiled kernel of the library (the linear autoencoder's SIMD-lane step, the Platonic
-networks' SGD and GD blocks, the exact Wishart draws, the reduced edge-of-stability map) is
-compiled by numba on first use and cached on disk next to its module, so that a later process
-loads it in well under a second instead of compiling it. The first compile is slow: about 16 s for
-the autoencoder's lane step in float64 and 21 s in float32 on the reference machine, a few seconds
-for each of the others. Processes that start together on an empty cache (the workers of
-``pytest -n auto``, the pages that ``make book`` runs side by side) would each compile the same
-kernels at once. :func:`precompile` compiles them once, the groups side by side in separate
-processes, before those start; it is what ``make test`` and ``make book`` do first, and what a
-Binder image does when it is built.
+Every compiled kernel that the book's simulations use (the linear autoencoder's SIMD-lane step and
+its ReLU step on data points, the Platonic networks' SGD and GD blocks, the exact Wishart draws, the
+reduced edge-of-stability map) is compiled by numba on first use and cached on disk next to its
+module, so that a later process loads it in a fraction of a second instead of compiling it. The first
+compile is slow: about 16 s for the autoencoder's lane step in float64 and 21 s in float32 on the
+reference machine, a few seconds for each of the others. Processes that start together on an empty
+cache (the workers of ``pytest -n auto``, the pages that ``make book`` runs side by side) would each
+compile the same kernels at once. :func:`precompile` compiles them once, the groups side by side in
+separate processes, before those start; it is what ``make test`` and ``make book`` do first, and
+what a Binder image does when it is built. numba's cache is keyed by the CPU as well: a machine of
+another kind than the one that filled it (a Binder image built elsewhere) compiles again on first
+use.
 
 Run it as ``python -m symbreak.precompile``.
 """
@@ -22,6 +24,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from .validation import check_choice, check_int, check_positive
 
 __all__ = ["GROUPS", "compile_kernels", "precompile"]
 
@@ -78,10 +82,14 @@ def compile_kernels(group: str = "all") -> float:
     Returns
     -------
     float
-        The wall-clock seconds it took (under a second when every kernel is already cached).
+        The wall-clock seconds it took (about a second when every kernel is already cached).
+
+    Raises
+    ------
+    ValueError
+        If ``group`` is not one of the above.
     """
-    if group not in (*GROUPS, "all"):
-        raise ValueError(f"group must be one of {('all', *GROUPS)}, got {group!r}")
+    check_choice("group", group, ("all", *GROUPS))
     t0 = time.perf_counter()
     for g in GROUPS if group == "all" else (group,):
         if g == "platonic":
@@ -110,13 +118,13 @@ def precompile(jobs: int = 2, *, timeout: float = 600.0) -> float:
 
     Raises
     ------
+    ValueError
+        If ``jobs`` or ``timeout`` is out of range (a ``TypeError`` if not a number).
     RuntimeError
         If a group's process fails (its error output is in the message) or runs past ``timeout``.
     """
-    if isinstance(jobs, bool) or not isinstance(jobs, (int, np.integer)) or not 1 <= jobs <= len(GROUPS):
-        raise ValueError(f"jobs must be an integer with 1 <= jobs <= {len(GROUPS)}, got {jobs!r}")
-    if not np.isfinite(timeout) or timeout <= 0:
-        raise ValueError(f"timeout must be a finite number of seconds > 0, got {timeout!r}")
+    jobs = check_int("jobs", jobs, minimum=1, maximum=len(GROUPS))
+    timeout = check_positive("timeout", timeout)
     t0 = time.perf_counter()
 
     def run(group):
@@ -137,8 +145,11 @@ def main(argv=None) -> None:
     """``python -m symbreak.precompile [--jobs N]``: compile every kernel, print the seconds taken."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m symbreak.precompile", description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=2, help="processes at a time, 1 to 4 (default 2)")
+    parser = argparse.ArgumentParser(
+        prog="python -m symbreak.precompile", description="Compile the numba kernels into the disk cache."
+    )
+    parser.add_argument("--jobs", type=int, default=2, choices=range(1, len(GROUPS) + 1),
+                        help="processes at a time, 1 to 4 (default 2)")  # fmt: skip
     args = parser.parse_args(argv)
     print(f"numba kernels compiled or loaded from the cache in {precompile(args.jobs):.1f} s")
 
