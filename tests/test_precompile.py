@@ -20,6 +20,7 @@ from symbreak import precompile as pc
         (lambda: pc.precompile(1, timeout=0.0), "timeout"),
         (lambda: pc.precompile(1, timeout=float("nan")), "timeout"),
         (lambda: pc.precompile(1, timeout=None), "timeout"),
+        (lambda: pc.precompile(1, timeout=1e300), "timeout"),
     ],
 )
 def test_bad_arguments_name_the_parameter(call, name):

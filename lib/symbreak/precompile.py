@@ -109,7 +109,7 @@ def precompile(jobs: int = 2, *, timeout: float = 600.0) -> float:
     jobs : int
         Processes at a time, ``1 ≤ jobs ≤ 4`` (the groups; 2, one per core of the reference machine).
     timeout : float
-        Seconds, ``> 0``, after which a group's process is stopped and a ``RuntimeError`` raised.
+        Seconds, ``0 < timeout ≤ 86400``, after which a group's process is stopped and a ``RuntimeError`` raised.
 
     Returns
     -------
@@ -125,6 +125,8 @@ def precompile(jobs: int = 2, *, timeout: float = 600.0) -> float:
     """
     jobs = check_int("jobs", jobs, minimum=1, maximum=len(GROUPS))
     timeout = check_positive("timeout", timeout)
+    if timeout > 86_400:
+        raise ValueError(f"timeout must lie in (0, 86400] seconds, got {timeout!r}")
     t0 = time.perf_counter()
 
     def run(group):
