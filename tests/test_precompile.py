@@ -14,7 +14,7 @@ from symbreak import precompile as pc
     [
         (lambda: pc.compile_kernels("autoencoder"), "group"),
         (lambda: pc.precompile(0), "jobs"),
-        (lambda: pc.precompile(5), "jobs"),
+        (lambda: pc.precompile(len(pc.GROUPS) + 1), "jobs"),
         (lambda: pc.precompile(1.5), "jobs"),
         (lambda: pc.precompile(True), "jobs"),
         (lambda: pc.precompile(1, timeout=0.0), "timeout"),
@@ -38,7 +38,7 @@ _KERNELS = {
     "_linear_sgd_lanes": 2,
     "_bartlett_products": 2,
     "_samples_sgd_block": 2,
-    "_edln_sgd_block": 2,
+    "_edln_sgd_lanes": 2,
     "_edln_gd_block": 1,
     "_edge_map_loop": 1,
     "fill_normal_rows": 2,

@@ -4,8 +4,9 @@ Every compiled kernel that the book's simulations use (the linear autoencoder's 
 its ReLU step on data points, the Platonic networks' SGD and GD blocks, the exact Wishart draws, the
 reduced edge-of-stability map) is compiled by numba on first use and cached on disk next to its
 module, so that a later process loads it in a fraction of a second instead of compiling it. The first
-compile is slow: about 16 s for the autoencoder's lane step in float64 and 21 s in float32 on the
-reference machine, a few seconds for each of the others. Processes that start together on an empty
+compile is slow: about 16 s for the autoencoder's lane step in float64 and 20 s in float32 on the
+reference machine, 14–17 s for the Platonic networks' SGD step in each precision, a few seconds for
+each of the others. Processes that start together on an empty
 cache (the workers of ``pytest -n auto``, the pages that ``make book`` runs side by side) would each
 compile the same kernels at once. :func:`precompile` compiles them once, the groups side by side in
 separate processes, before those start; it is what ``make test`` and ``make book`` do first, and
@@ -30,8 +31,9 @@ from .validation import check_choice, check_int, check_positive
 __all__ = ["GROUPS", "compile_kernels", "precompile"]
 
 #: The groups of kernels, the slowest first: each is compiled by one process in :func:`precompile`
-#: (on the reference machine about 21 s, 16 s, 11 s and 4 s; two processes finish them in about 27 s).
-GROUPS = ("autoencoder-float32", "autoencoder-float64", "platonic", "others")
+#: (on the reference machine the slowest about 20 s, the last 4 s; two processes finish them all in
+#: about 34 s).
+GROUPS = ("autoencoder-f32", "platonic-f64", "autoencoder-f64", "platonic-f32", "others")
 
 
 def _autoencoder(dtype) -> None:
@@ -43,16 +45,16 @@ def _autoencoder(dtype) -> None:
     ae.simulate_sgd(lam, 2, 0.02, 4, 20, **kw)  # B < d: the Wishart block draw
 
 
-def _platonic() -> None:
+def _platonic(dtype) -> None:
     from . import platonic as pl
 
     task = pl.random_task(5, n=4, m=5, noise=0.5)
     net = pl.random_edln(6, 4, 5, (4,), cond=2.0)
     w0 = pl.init_weights(net, 7, replicas=2)
-    for dtype in (np.float64, np.float32):
-        for batch in (4, 16):  # the minibatch of points, and its exact Wishart moments
-            pl.train_sgd(net, task, w0, lr=0.01, batch_size=batch, steps=20, seed=1, record_every=10, dtype=dtype)
-    pl.train_gd(net, task, w0, lr=0.01, steps=20, record_every=10)
+    for batch in (4, 16):  # the minibatch of points, and its exact Wishart moments
+        pl.train_sgd(net, task, w0, lr=0.01, batch_size=batch, steps=20, seed=1, record_every=10, dtype=dtype)
+    if dtype == np.float64:
+        pl.train_gd(net, task, w0, lr=0.01, steps=20, record_every=10)
 
 
 def _others() -> None:
@@ -76,7 +78,7 @@ def compile_kernels(group: str = "all") -> float:
 
     Parameters
     ----------
-    group : {"all", "autoencoder-float32", "autoencoder-float64", "platonic", "others"}
+    group : {"all", "autoencoder-f32", "autoencoder-f64", "platonic-f64", "platonic-f32", "others"}
         Which kernels (:data:`GROUPS`); ``"all"`` compiles every group in turn.
 
     Returns
@@ -92,8 +94,8 @@ def compile_kernels(group: str = "all") -> float:
     check_choice("group", group, ("all", *GROUPS))
     t0 = time.perf_counter()
     for g in GROUPS if group == "all" else (group,):
-        if g == "platonic":
-            _platonic()
+        if g.startswith("platonic"):
+            _platonic(np.float32 if g.endswith("32") else np.float64)
         elif g == "others":
             _others()
         else:
@@ -107,7 +109,7 @@ def precompile(jobs: int = 2, *, timeout: float = 600.0) -> float:
     Parameters
     ----------
     jobs : int
-        Processes at a time, ``1 ≤ jobs ≤ 4`` (the groups; 2, one per core of the reference machine).
+        Processes at a time, ``1 ≤ jobs ≤ 5`` (the groups; 2, one per core of the reference machine).
     timeout : float
         Seconds, ``0 < timeout ≤ 86400``, after which a group's process is stopped and a ``RuntimeError`` raised.
 
@@ -151,7 +153,7 @@ def main(argv=None) -> None:
         prog="python -m symbreak.precompile", description="Compile the numba kernels into the disk cache."
     )
     parser.add_argument("--jobs", type=int, default=2, choices=range(1, len(GROUPS) + 1),
-                        help="processes at a time, 1 to 4 (default 2)")  # fmt: skip
+                        help=f"processes at a time, 1 to {len(GROUPS)} (default 2)")  # fmt: skip
     args = parser.parse_args(argv)
     print(f"numba kernels compiled or loaded from the cache in {precompile(args.jobs):.1f} s")
 
