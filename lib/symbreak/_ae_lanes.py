@@ -522,6 +522,25 @@ _ROWS = {"float64": 8, "float32": 16}
 
 
 @numba.njit
+def _draw_factor(
+    zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, nz, f32, F, zb, ub, gb, r0, w
+):  # pragma: no cover
+    """One step's Bartlett factor of each replica ``r0 … r0 + w − 1`` into its lane of ``F``, from
+    its own streams (:func:`symbreak._sfc64.bartlett_factor_lane`), which it advances."""
+    for q in range(w):
+        j = r0 + q
+        zs, zh, zw = _sfc64._load(zaddr[j])
+        us, uh, uw = _sfc64._load(uaddr[j])
+        gs, gh, gw = _sfc64._load(gaddr[j])
+        zs, zh, zw, us, gs = _sfc64.bartlett_factor_lane(
+            zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, mz, mg, zb, ub, gb, F, q, w, f32
+        )
+        _sfc64._store(zaddr[j], zs, zh, zw)
+        _sfc64._store(uaddr[j], us, uh, uw)
+        _sfc64._store(gaddr[j], gs, gh, gw)
+
+
+@numba.njit
 def _group(
     zaddr,
     uaddr,
@@ -561,18 +580,15 @@ def _group(
             for q in range(w):
                 U[o + q] = V[r0 + q, a, c]
                 Wt[o + q] = V[r0 + q, k + a, c]
+    # two factors: step t + 1's is drawn (lane by lane, scalar stores) before step t's products read
+    # step t's (whole vectors), so that no vector load waits on the scalar stores just made
+    nf = F.size // 2
+    _draw_factor(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, nz, f32, F[:nf], zb, ub, gb, r0, w)
     for _t in range(n_steps):
-        for q in range(w):
-            j = r0 + q
-            zs, zh, zw = _sfc64._load(zaddr[j])
-            us, uh, uw = _sfc64._load(uaddr[j])
-            gs, gh, gw = _sfc64._load(gaddr[j])
-            zs, zh, zw, us, gs = _sfc64.bartlett_factor_lane(
-                zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, mz, mg, zb, ub, gb, F, q, w, f32
-            )
-            _sfc64._store(zaddr[j], zs, zh, zw)
-            _sfc64._store(uaddr[j], us, uh, uw)
-            _sfc64._store(gaddr[j], gs, gh, gw)
+        Fc = F[(_t % 2) * nf : (_t % 2 + 1) * nf]
+        if _t + 1 < n_steps:
+            Fn = F[((_t + 1) % 2) * nf : ((_t + 1) % 2 + 1) * nf]
+            _draw_factor(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, nz, f32, Fn, zb, ub, gb, r0, w)
         # K1 = Wᵀ W (k × k, symmetric): rows of Wt
         _gram(Wt, 0, K1, k, d, w)
         # T = [N; U] with N = K1 U − Wᵀ
@@ -583,8 +599,8 @@ def _group(
         # (two in the last block when 2k = 4n + 2), both products of a block before the next, so that
         # its rows stay in the core's first cache (each row of either product needs only its own row)
         for e in range(0, 2 * k, 4):
-            _tri_right(T, F, HF, e, min(4, 2 * k - e), d, w)
-            _tri_right_t(HF, F, T, e, min(4, 2 * k - e), d, w)
+            _tri_right(T, Fc, HF, e, min(4, 2 * k - e), d, w)
+            _tri_right_t(HF, Fc, T, e, min(4, 2 * k - e), d, w)
         # K2 = (U F)(U F)ᵀ = U ηΣ̂ Uᵀ (rows k … 2k − 1 of HF)
         _gram(HF, k, K2, k, d, w)
         # HF[:k] = η∇_{Wᵀ} L̂ = K2 Wᵀ − U ηΣ̂

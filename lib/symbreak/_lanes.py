@@ -24,7 +24,22 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-__all__ = ["vacc", "vcopy", "vfma", "vfmab", "vmul", "vmulb", "vstore", "vstore_sub", "vsub_from"]
+__all__ = [
+    "vacc",
+    "vaxpy_from",
+    "vcopy",
+    "vfma",
+    "vfmab",
+    "vmul",
+    "vmulb",
+    "vscale",
+    "vscale_by",
+    "vstore",
+    "vstore_sub",
+    "vsub",
+    "vsub_from",
+    "vsubb",
+]
 
 
 def _vptr(context, builder, aryty, ary, idx, n):
@@ -202,3 +217,95 @@ def vcopy(typingctx, out, k, x, i, n):
         return context.get_dummy_value()
 
     return types.void(out, k, x, i, n), codegen
+
+
+@intrinsic
+def vsub(typingctx, acc, x, i, n):
+    """``acc −= x[i : i + n]``."""
+    if _lanes(n) is None:
+        return None
+    size = _lanes(n)
+
+    def codegen(context, builder, sig, args):
+        a, xa, i, _ = args
+        p = _accptr(context, builder, acc, a, size)
+        builder.store(builder.fsub(builder.load(p), _vload(context, builder, x, xa, i, size)), p)
+        return context.get_dummy_value()
+
+    return types.void(acc, x, i, n), codegen
+
+
+@intrinsic
+def vsubb(typingctx, acc, y, j, n):
+    """``acc −= y[j]`` (the one number ``y[j]`` from every lane)."""
+    if _lanes(n) is None:
+        return None
+    size = _lanes(n)
+
+    def codegen(context, builder, sig, args):
+        a, ya, j, _ = args
+        p = _accptr(context, builder, acc, a, size)
+        builder.store(builder.fsub(builder.load(p), _vsplat(context, builder, y, ya, j, size)), p)
+        return context.get_dummy_value()
+
+    return types.void(acc, y, j, n), codegen
+
+
+@intrinsic
+def vscale(typingctx, acc, c, n):
+    """``acc *= c`` (a number, rounded to the lanes' dtype first)."""
+    if _lanes(n) is None or not isinstance(c, (types.Float, types.Integer)):
+        return None
+    size = _lanes(n)
+
+    def codegen(context, builder, sig, args):
+        a, cv, _ = args
+        dt = context.get_data_type(acc.dtype)
+        x = context.cast(builder, cv, c, acc.dtype)
+        vt = ir.VectorType(dt, size)
+        v = builder.shuffle_vector(
+            builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0)),
+            ir.Constant(vt, ir.Undefined),
+            ir.Constant(ir.VectorType(ir.IntType(32), size), [0] * size),
+        )
+        p = _accptr(context, builder, acc, a, size)
+        builder.store(builder.fmul(builder.load(p), v), p)
+        return context.get_dummy_value()
+
+    return types.void(acc, c, n), codegen
+
+
+@intrinsic
+def vscale_by(typingctx, acc, y, j, n):
+    """``acc *= y[j : j + n]``."""
+    if _lanes(n) is None:
+        return None
+    size = _lanes(n)
+
+    def codegen(context, builder, sig, args):
+        a, ya, j, _ = args
+        p = _accptr(context, builder, acc, a, size)
+        builder.store(builder.fmul(builder.load(p), _vload(context, builder, y, ya, j, size)), p)
+        return context.get_dummy_value()
+
+    return types.void(acc, y, j, n), codegen
+
+
+@intrinsic
+def vaxpy_from(typingctx, out, k, y, j, acc, n):
+    """``out[k : k + n] = out[k : k + n] − y[j : j + n] * acc`` (a product, then a difference)."""
+    if _lanes(n) is None:
+        return None
+    size = _lanes(n)
+
+    def codegen(context, builder, sig, args):
+        oa, k, ya, j, a, _ = args
+        p = _vptr(context, builder, out, oa, k, size)
+        al = out.dtype.bitwidth // 8
+        prod = builder.fmul(
+            _vload(context, builder, y, ya, j, size), builder.load(_accptr(context, builder, acc, a, size))
+        )
+        builder.store(builder.fsub(builder.load(p, align=al), prod), p, align=al)
+        return context.get_dummy_value()
+
+    return types.void(out, k, y, j, acc, n), codegen

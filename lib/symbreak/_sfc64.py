@@ -241,6 +241,20 @@ def _fill(address, out, f32):
     _store(address, st, has, word)
 
 
+@numba.njit
+def fill_normal_strided(address, out, start, count, stride, f32):
+    """``out[start + c·stride]`` for ``c < count`` (``out`` 1-D) filled as ``standard_normal`` would
+    fill ``count`` numbers from the stream at ``address`` (the lane of one replica in a SIMD group)."""
+    st, has, word = _load(address)
+    if f32:
+        for c in range(count):
+            out[start + c * stride], st, has, word = _normal_f(st, has, word)
+    else:
+        for c in range(count):
+            out[start + c * stride], st = _normal(st)
+    _store(address, st, has, word)
+
+
 @numba.njit(nogil=True, cache=True)
 def fill_normal(address, out, f32):  # pragma: no cover - run compiled
     """``out`` (1-D) filled as ``Generator.standard_normal(out=out, dtype=out.dtype)`` would;

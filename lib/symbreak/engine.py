@@ -55,6 +55,7 @@ from .validation import MAX_DRAWS, MAX_STEPS, check_array, check_int, check_posi
 from .wishart import (  # noqa: F401  (the samplers moved to symbreak.wishart; these names stay here too)
     TorchWishartBlockSampler,
     WishartBlockSampler,
+    _aligned_zeros,
     _bartlett_kernel,
     _bartlett_products_reference,
     _check_keep_mask,

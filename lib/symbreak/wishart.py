@@ -99,6 +99,18 @@ def _scratch(bufs: dict, name: str, shape, dtype) -> np.ndarray:
 _COMPILED: dict = {}
 
 
+def _aligned_zeros(shape, dtype, align: int = 64) -> np.ndarray:
+    """Zeros of ``shape`` (C order) whose data start on an ``align``-byte boundary: scratch for the
+    compiled lane kernels, whose vectors of one cache line (64 bytes) then never straddle two (NumPy
+    aligns only to 16 bytes; a straddling 512-bit load costs about two)."""
+    dtype = np.dtype(dtype)
+    shape = (shape,) if np.ndim(shape) == 0 else tuple(shape)
+    size = int(np.prod(shape, dtype=np.int64))
+    buf = np.zeros(size + align // dtype.itemsize, dtype)
+    off = (-buf.ctypes.data % align) // dtype.itemsize
+    return buf[off : off + size].reshape(shape)
+
+
 def _compiled(fn):
     """``fn`` compiled by numba without the GIL (on first use; cached on disk next to this module
     where that is writable, so later processes load it instead of compiling)."""
@@ -555,8 +567,16 @@ class WishartBlockSampler:
             rng.standard_normal(out=x, dtype=self.dtype)
         else:
             fill_normals(streams, x)
+        return (x, *self._point_constants())
+
+    def _point_constants(self):
+        """``(L, c)`` of :meth:`points` without drawing: the factor as a matrix (diagonal for a 1-D
+        ``factor``, of the sampler's dtype) and ``c_r / B`` per replica."""
+        if not self.points_only:
+            raise ValueError("points needs one batch size B < d for every replica; use draw")
         lf = np.diag(self.factor) if self.factor.ndim == 1 else self._lf
-        return x, np.ascontiguousarray(lf, dtype=self.dtype), (self.scale / bsz).astype(self.dtype)
+        bsz = int(self.batch_sizes[0])
+        return np.ascontiguousarray(lf, dtype=self.dtype), (self.scale / bsz).astype(self.dtype)
 
     @property
     def bartlett_only(self) -> bool:

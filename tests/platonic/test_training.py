@@ -13,7 +13,8 @@ from .helpers import _all_pairs
 def test_compiled_sgd_agrees_with_the_numpy_step(widths, batch, monkeypatch):
     """The compiled SGD step (replicas in SIMD lanes, products summed in loops) against the batched
     NumPy step it replaces: the same update, so the same trajectories up to the order of each small
-    product's sums. 37 replicas (a full group of 32 and a partial one), per-replica learning rates
+    product's sums. 37 replicas (four full groups of 8 SIMD lanes and a partial one in float64),
+    per-replica learning rates
     and weight decays (zero for some), the learning-rate warm-up, 1,500 steps. Measured: relative
     differences of a few 1e-15; the tolerance 1e-12 allows rounding to grow 100-fold, far below any
     change of the update (one step of lr 0.01 moves the weights by ~1e-3 relative)."""
@@ -34,7 +35,7 @@ def test_compiled_sgd_agrees_with_the_numpy_step(widths, batch, monkeypatch):
     assert np.allclose(fast.kernels, ref.kernels, rtol=1e-12, atol=1e-14)
     assert np.allclose(fast.loss, ref.loss, rtol=1e-12, atol=1e-14)
     # a replica's numbers do not depend on its group: replicas 5 (a lane of the full first group of
-    # 32) and 35 (of the partial second), stepped alone from their own streams, bit for bit
+    # 8) and 35 (of the partial last), stepped alone from their own streams, bit for bit
     from symbreak.engine import replica_streams
 
     monkeypatch.setattr(pl.training, "_COMPILED_SGD", True)
@@ -45,6 +46,32 @@ def test_compiled_sgd_agrees_with_the_numpy_step(widths, batch, monkeypatch):
         for model in [group] + alone:
             model.steps(model.draw(64), 0, 64, 64 * block)
     assert np.array_equal(group.flat[5], alone[0].flat[0]) and np.array_equal(group.flat[35], alone[1].flat[0])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compiled_sgd_draws_the_samplers_normals(dtype, monkeypatch):
+    """With B < n + m the compiled step draws each minibatch's normals itself, from each replica's
+    SFC64 stream (``_LANE_DRAWS``): the numbers :meth:`WishartBlockSampler.points` draws ahead of the
+    step, in the same order, so the trajectories are the same bit for bit. 21 replicas (two full
+    groups of 8 lanes and a partial one in float64; one of 16 and a partial one in float32), weight
+    decay, the warm-up, 700 steps (blocks of 64 and a last one of 60)."""
+    from symbreak.engine import replica_streams
+
+    task, net, _ = pl.example_pair()
+    r = 21
+    w0 = pl.init_weights(net, 4, replicas=r)
+    kw = dict(lr=0.01, batch_size=4, steps=700, seed=9, weight_decay=1e-3, lr_warmup=100, record_every=350)
+    runs = []
+    for lanes in (True, False):
+        monkeypatch.setattr(pl.training, "_LANE_DRAWS", lanes)
+        model = pl._PlatonicModel(np.arange(r), replica_streams(9, range(r)), net, task, w0, sgd=True,
+                                  lr=np.full(r, 0.01), wd=np.zeros(r), lr_warmup=0, batch_size=4, dtype=dtype)  # fmt: skip
+        assert model._zaddr.size == (r if lanes else 0)  # the path taken
+        runs.append(pl.train_sgd(net, task, w0, dtype=dtype, **kw))
+    a, b = runs
+    assert all(np.array_equal(x, y) for x, y in zip(a.weights, b.weights))
+    assert np.array_equal(a.loss, b.loss) and np.array_equal(a.kernels, b.kernels)
+    assert np.abs(a.weights[0] - w0[0]).max() > 1e-2  # the runs did move
 
 
 @pytest.mark.parametrize("widths", [(4,), (5, 6), (6, 4, 7, 5)], ids=["depth2", "depth3", "depth5"])
@@ -102,7 +129,7 @@ def test_compiled_gd_agrees_with_the_numpy_step(widths, monkeypatch):
 
 
 @pytest.mark.parametrize("batch", [4, 16], ids=["points", "bartlett"])
-def test_float32_sgd_follows_float64_on_the_same_draws(batch):
+def test_float32_sgd_follows_float64_on_the_same_draws(batch, monkeypatch):
     """train_sgd(dtype=float32) draws float32 minibatches (other random numbers than float64's), so
     the two runs differ; fed the same (float32) draws, the float64 step and the float32 step follow
     each other to float32 rounding: measured ~5e-6 relative after 1,920 steps (tolerance 1e-4)."""
@@ -111,6 +138,7 @@ def test_float32_sgd_follows_float64_on_the_same_draws(batch):
     task, net_a, _ = pl.example_pair()
     r = 40
     w0 = pl.init_weights(net_a, 1, replicas=r)
+    monkeypatch.setattr(pl.training, "_LANE_DRAWS", False)  # the draws handed to both steps
     kw = dict(lr=np.full(r, 0.01), wd=np.full(r, 1e-3), lr_warmup=300, sgd=True, batch_size=batch)
     m32 = pl._PlatonicModel(np.arange(r), replica_streams(3, range(r)), net_a, task, w0, dtype=np.float32, **kw)
     m64 = pl._PlatonicModel(np.arange(r), replica_streams(3, range(r)), net_a, task, w0, **kw)

@@ -15,6 +15,7 @@ from ..engine import (
     Configuration,
     TorchWishartBlockSampler,
     WishartBlockSampler,
+    _aligned_zeros,
     _bartlett_kernel,
     _compiled,
     fill_normals,
@@ -216,8 +217,8 @@ class _LaneLinearStepper:
         self.k = k
         rows = _ROWS[dt.name]
         kp = -(-k // rows) * rows  # k rows padded to whole SIMD vectors (the one-replica path)
-        e = lambda size: np.zeros(size, dt)  # noqa: E731
-        self.scratch = (e(d * (d + 1) // 2 * n), e(k * d * n), e(k * d * n), e(2 * k * d * n), e(2 * k * d * n),
+        e = lambda size: _aligned_zeros(size, dt)  # noqa: E731
+        self.scratch = (e(d * (d + 1) * n), e(k * d * n), e(k * d * n), e(2 * k * d * n), e(2 * k * d * n),
                         e(k * k * n), e(k * k * n), e(d * (d + 1) // 2), np.zeros(2 * d), e(d),
                         e(d * kp), e(d * kp), e(2 * d * kp), e(2 * d * kp), e(k * kp), e(k * kp))  # fmt: skip
         self.kernel = _compiled(_linear_sgd_lanes)

@@ -102,7 +102,6 @@ from .samples import autograd_sample_gradients, entropy_term_mc, per_sample_grad
 from .training import (  # noqa: F401
     _COMPILED_SGD,
     TrainResult,
-    _edln_sgd_block,
     _PlatonicModel,
     converge_entropic,
     train_gd,

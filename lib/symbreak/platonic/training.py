@@ -13,6 +13,7 @@ import numpy as np
 from ..engine import (
     Configuration,
     WishartBlockSampler,
+    _aligned_zeros,
     _compiled,
     n_workers,
     record_steps,
@@ -112,8 +113,10 @@ def _per_replica(name, value, r, *, positive=True):
 
 #: Online SGD of :class:`_PlatonicModel` in compiled blocks (False: the batched NumPy step, the reference).
 _COMPILED_SGD = True
-#: Replicas that :func:`_edln_sgd_block` steps together, one SIMD lane each.
-_SGD_GROUP = 32
+#: Whether the compiled SGD step draws each minibatch's normals itself from the replicas' SFC64
+#: streams (False: the block's normals first, by :meth:`symbreak.engine.WishartBlockSampler.points`;
+#: the same numbers either way).
+_LANE_DRAWS = True
 
 
 def _record(net, task, ws):
@@ -133,184 +136,6 @@ def _common(net, task, weights, steps, record_every):
     steps = check_int("steps", steps, minimum=1, maximum=MAX_STEPS)
     record_every = check_int("record_every", record_every, minimum=1)
     return [w.copy() for w in ws], steps, record_every
-
-
-def _edln_sgd_block(
-    S,
-    X,
-    L,
-    cs,
-    points,
-    t0,
-    t1,
-    W,
-    offs,
-    dims,
-    MI,
-    MO,
-    V,
-    lr,
-    wd,
-    use_wd,
-    warm,
-    step0,
-    P,
-    Q,
-    A,
-    E,
-    T,
-    Wg,
-    Sg,
-    Xg,
-    Zg,
-    eta,
-    c2,
-    G,
-):  # pragma: no cover
-    """Steps ``t0 … t1 − 1`` of a block of online SGD for every replica of an EDLN, compiled (numba,
-    ``nogil``): the update of :meth:`_PlatonicModel.step` (the gradient of :func:`minibatch_gradient`,
-    ``∇_{W_i} L̂ = (Q_iᵀ E) P_iᵀ`` with ``E = 2 (A Ŝ_xx − Ŝ_εx)`` and ``A = M^O P_D − V*``, plus
-    ``2 λ W_i``, times the step's learning rate).
-
-    The replicas run in groups of ``g`` (the last axis of the scratch arrays), one SIMD lane each:
-    every loop's innermost index is the replica, and each replica's arithmetic is the NumPy path's,
-    operation for operation, except that every small product is summed in the order of its inner
-    index (BLAS may sum in another order). So the numbers agree with the NumPy path to rounding and
-    do not depend on how the replicas are grouped or chunked.
-
-    The steps' minibatch moments are ``S[r, t]`` (R, steps, n + m, n + m), or, where ``points`` is
-    true, formed here from the standard normals ``X[r, t]`` (R, steps, n + m, B) as
-    ``cs[r] (L X)(L X)ᵀ`` (what :meth:`symbreak.engine.WishartBlockSampler.draw` returns for
-    ``B < n + m``, up to the order of the sums; only the first ``n`` columns are formed). ``W`` (R, Σ d_i d_{i−1}) the
-    replicas' weights, layer ``i`` row-major from ``offs[i]``; ``dims = (n, d_1, …, d_{D−1}, m)``;
-    ``MI`` the input map ``M^I Z``, ``MO`` the output map, ``V`` the target ``V*``; ``lr``, ``wd``
-    one per replica; ``warm`` the learning-rate warm-up in steps (0: none), ``step0`` the global step
-    of ``t0``. Scratch: ``P`` (D + 1, max d, n, g), ``Q`` (D, m, max d, g), ``A``, ``E`` (m, n, g),
-    ``T`` (max d, n, g), ``Wg`` (Σ d_i d_{i−1}, g), ``Sg`` (n + m, n, g), ``Xg``, ``Zg`` (n + m, B, g),
-    ``eta``, ``c2``, ``G`` (g)."""
-    depth = dims.size - 1
-    n = dims[0]
-    m = dims[depth]
-    nw = W.shape[1]
-    gs = P.shape[3]
-    for i in range(n):
-        for j in range(n):
-            for q in range(gs):
-                P[0, i, j, q] = MI[i, j]
-    for i in range(m):
-        for j in range(m):
-            for q in range(gs):
-                Q[depth - 1, i, j, q] = MO[i, j]
-    for r0 in range(0, W.shape[0], gs):
-        ng = min(gs, W.shape[0] - r0)
-        # the group's weights, one lane per replica
-        for q in range(ng):
-            for x in range(nw):
-                Wg[x, q] = W[r0 + q, x]
-            c2[q] = 2.0 * wd[r0 + q]
-        for t in range(t0, t1):
-            step = step0 + t - t0
-            for q in range(ng):
-                lq = lr[r0 + q]
-                eta[q] = lq * ((step + 1) / warm) if (warm > 0 and step < warm) else lq
-            if points:
-                # the moments from the B points Z = L X: Ŝ[:, :n] = c (Z Z[:n]ᵀ)
-                d, nb = X.shape[2], X.shape[3]
-                for q in range(ng):
-                    for k in range(d):
-                        for b in range(nb):
-                            Xg[k, b, q] = X[r0 + q, t, k, b]
-                for k in range(d):
-                    for b in range(nb):
-                        c = L[k, 0]
-                        for q in range(ng):
-                            Zg[k, b, q] = c * Xg[0, b, q]
-                        for l in range(1, d):
-                            c = L[k, l]
-                            for q in range(ng):
-                                Zg[k, b, q] += c * Xg[l, b, q]
-                for k in range(d):
-                    for j in range(n):
-                        for q in range(ng):
-                            Sg[k, j, q] = Zg[k, 0, q] * Zg[j, 0, q]
-                        for b in range(1, nb):
-                            for q in range(ng):
-                                Sg[k, j, q] += Zg[k, b, q] * Zg[j, b, q]
-                        for q in range(ng):
-                            Sg[k, j, q] *= cs[r0 + q]
-            else:
-                for q in range(ng):
-                    for k in range(n + m):
-                        for j in range(n):
-                            Sg[k, j, q] = S[r0 + q, t, k, j]
-            # prefix maps P_l = W_l P_{l-1} (dims[l] × n)
-            for lay in range(depth):
-                o, dout, din = offs[lay], dims[lay + 1], dims[lay]
-                for i in range(dout):
-                    for j in range(n):
-                        for q in range(ng):
-                            P[lay + 1, i, j, q] = Wg[o + i * din, q] * P[lay, 0, j, q]
-                        for k in range(1, din):
-                            for q in range(ng):
-                                P[lay + 1, i, j, q] += Wg[o + i * din + k, q] * P[lay, k, j, q]
-            # suffix maps Q_l = Q_{l+1} W_{l+1} (m × dims[l+1])
-            for lay in range(depth - 2, -1, -1):
-                o, dout, din = offs[lay + 1], dims[lay + 2], dims[lay + 1]
-                for i in range(m):
-                    for j in range(din):
-                        for q in range(ng):
-                            Q[lay, i, j, q] = Q[lay + 1, i, 0, q] * Wg[o + j, q]
-                        for k in range(1, dout):
-                            for q in range(ng):
-                                Q[lay, i, j, q] += Q[lay + 1, i, k, q] * Wg[o + k * din + j, q]
-            # A = M^O P_D − V*, E = 2 (A Ŝ_xx − Ŝ_εx)
-            for i in range(m):
-                for j in range(n):
-                    c = MO[i, 0]
-                    for q in range(ng):
-                        A[i, j, q] = c * P[depth, 0, j, q]
-                    for k in range(1, m):
-                        c = MO[i, k]
-                        for q in range(ng):
-                            A[i, j, q] += c * P[depth, k, j, q]
-                    c = V[i, j]
-                    for q in range(ng):
-                        A[i, j, q] -= c
-            for i in range(m):
-                for j in range(n):
-                    for q in range(ng):
-                        E[i, j, q] = A[i, 0, q] * Sg[0, j, q]
-                    for k in range(1, n):
-                        for q in range(ng):
-                            E[i, j, q] += A[i, k, q] * Sg[k, j, q]
-                    for q in range(ng):
-                        E[i, j, q] = 2.0 * (E[i, j, q] - Sg[n + i, j, q])
-            # every layer's gradient G = (Q_lᵀ E) P_lᵀ from the old weights, then its update
-            for lay in range(depth):
-                o, dout, din = offs[lay], dims[lay + 1], dims[lay]
-                for i in range(dout):
-                    for j in range(n):
-                        for q in range(ng):
-                            T[i, j, q] = Q[lay, 0, i, q] * E[0, j, q]
-                        for k in range(1, m):
-                            for q in range(ng):
-                                T[i, j, q] += Q[lay, k, i, q] * E[k, j, q]
-                for i in range(dout):
-                    for j in range(din):
-                        x = o + i * din + j
-                        for q in range(ng):
-                            G[q] = T[i, 0, q] * P[lay, j, 0, q]
-                        for k in range(1, n):
-                            for q in range(ng):
-                                G[q] += T[i, k, q] * P[lay, j, k, q]
-                        if use_wd:
-                            for q in range(ng):
-                                G[q] = G[q] + c2[q] * Wg[x, q]
-                        for q in range(ng):
-                            Wg[x, q] = Wg[x, q] - eta[q] * G[q]
-        for q in range(ng):
-            for x in range(nw):
-                W[r0 + q, x] = Wg[x, q]
 
 
 #: Steps between two divergence checks of a Platonic run (one call of the compiled step each; a
@@ -544,7 +369,7 @@ class _PlatonicModel:
     """A batch of EDLN replicas for :func:`symbreak.engine.run_ensemble`: online SGD (Wishart
     minibatch moments) or full-batch gradient descent on ``L + γ S + λ Σ‖W_i‖²``.
 
-    Online SGD takes its steps in compiled blocks (:func:`_edln_sgd_block`, one call per block of
+    Online SGD takes its steps in compiled blocks (:func:`symbreak._pl_lanes._edln_sgd_lanes`, one call per block of
     steps for the whole chunk, without the GIL) unless ``_COMPILED_SGD`` is false, and gradient
     descent likewise (:func:`_edln_gd_block`) unless ``_COMPILED_GD`` is false: then one batched
     NumPy step at a time (the reference the tests compare with)."""
@@ -590,7 +415,7 @@ class _PlatonicModel:
 
     def _fuse(self):
         """Move the weights into one flat array per replica (``self.w`` become views of it) and
-        take the steps by :func:`_edln_sgd_block`."""
+        take the steps by :func:`symbreak._pl_lanes._edln_sgd_lanes`."""
         net, dt = self.net, self.dtype
         offs, dims = self._flatten()
         flat = self.flat
@@ -599,12 +424,25 @@ class _PlatonicModel:
                        np.ascontiguousarray(self.task.v_star, dt), np.ascontiguousarray(self.lr, dt),
                        np.ascontiguousarray(self.wd, dt), self.use_wd, int(self.lr_warmup))  # fmt: skip
         self.points = self.sampler.points_only  # B < n + m: the kernel forms the moments from the points
-        g, d, nb = _SGD_GROUP, n + m, int(self.sampler.batch_sizes[0]) if self.points else 1
+        from .._pl_lanes import _AHEAD, _LANES, _edln_sgd_lanes  # (imports numba)
+
+        g, d, nb = _LANES[dt.name], n + m, int(self.sampler.batch_sizes[0]) if self.points else 1
         self._none4, self._none2, self._none1 = np.zeros((1, 1, 1, 1), dt), np.zeros((1, 1), dt), np.zeros(1, dt)
-        e = lambda *shape: np.zeros(shape, dt)  # noqa: E731
+        e = lambda *shape: _aligned_zeros(shape, dt)  # noqa: E731
         self.scratch = (e(depth + 1, big, n, g), e(depth, m, big, g), e(m, n, g), e(m, n, g), e(big, n, g),
-                        e(flat.shape[1], g), e(d, n, g), e(d, nb, g), e(d, nb, g), e(g), e(g), e(g))  # fmt: skip
-        self.kernel = _compiled(_edln_sgd_block)
+                        e(flat.shape[1], g), e(_AHEAD, d, n, g), e(_AHEAD, d, nb, g), e(d, nb, g), e(_AHEAD, g),
+                        e(g), e(g))  # fmt: skip
+        self._lnz, self._lnz0 = None, (np.zeros(2, np.int64), np.zeros(1, np.int64))
+        # SFC64 streams (always, from replica_streams): the compiled step draws the normals itself
+        self._noaddr = np.zeros(0, np.int64)
+        self._zaddr = self._noaddr
+        if self.points and _LANE_DRAWS:
+            from .. import _sfc64
+
+            addr = [_sfc64.state_address(g) for g in self.streams]
+            if all(a is not None for a in addr):
+                self._zaddr = np.array(addr, np.int64)
+        self.kernel = _compiled(_edln_sgd_lanes)
         self.steps = self._steps
 
     def _flatten(self):
@@ -635,17 +473,27 @@ class _PlatonicModel:
         self.kernel(t0, t1, step, self.flat, *self.gd_consts)
 
     def _steps(self, noise, t0, t1, step):
-        if self.points:  # the block's normals, the factor and c_r / B
+        if self.points:  # the block's normals (or the streams' states), the factor and c_r / B
             x, lf, cs = noise
-            s = self._none4
+            s, zaddr = self._none4, self._zaddr
+            if x is None:
+                x = self._none4
+            if self._lnz is None:  # the factor's nonzero entries, row by row (CSR)
+                nz = np.asarray(lf) != 0
+                self._lnz = (np.concatenate([[0], np.cumsum(nz.sum(axis=1))]).astype(np.int64),
+                             np.nonzero(nz)[1].astype(np.int64))  # fmt: skip
+            lnz = self._lnz
         else:  # (R, steps, d, d): the sampler's own layout
             s, (x, lf, cs) = noise.transpose(1, 0, 2, 3), (self._none4, self._none2, self._none1)
-        self.kernel(s, x, lf, cs, self.points, t0, t1, self.flat, *self.consts, step, *self.scratch)
+            lnz, zaddr = self._lnz0, self._noaddr
+        self.kernel(s, x, zaddr, lf, *lnz, cs, self.points, t0, t1, self.flat, *self.consts, step, *self.scratch)
 
     def draw(self, m):
         if not self.sgd:
             return None
         if self.fused and self.points:
+            if self._zaddr.size:  # the compiled step draws the normals from the streams
+                return (None, *self.sampler._point_constants())
             return self.sampler.points(self.streams, m)
         return self.sampler.draw(self.streams, m)
 
