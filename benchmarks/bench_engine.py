@@ -522,11 +522,12 @@ def breakdown(dtype, replicas: int = 64, m: int = 16) -> dict:
 
 
 def platonic_breakdown(replicas: int = 128, m: int = 64) -> dict:
-    """CPU µs per replica-step of the Platonic engine's parts, one thread: the block's ``d × B``
-    normals per step (compiled SFC64; all the engine draws, as ``B < d``), the compiled step the
-    engine runs (one call per 8 steps: the minibatch moments ``c (L X)(L X)ᵀ`` from those normals,
-    then the SGD update), and for comparison the batched NumPy path it replaced (the sampler's
-    moments, ``L X`` and ``X Xᵀ`` batched, then the NumPy step); and the step's multiply-adds."""
+    """CPU µs per replica-step of the Platonic engine's parts, one thread: the compiled step the
+    engine runs (one call per block of 64 steps: each step's ``d × B`` normals drawn inside the step
+    from the replicas' own SFC64 streams, the minibatch moments ``c (L X)(L X)ᵀ``, then the SGD
+    update), the same normals drawn alone by the sampler (compiled SFC64: the RNG floor), and for
+    comparison the batched NumPy path (the sampler's moments, ``L X`` and ``X Xᵀ`` batched, then
+    the NumPy step); and the step's multiply-adds."""
     task, net = _platonic_setup()
     w0 = pl.init_weights(net, 1, replicas=replicas)
     streams = replica_streams(0, range(replicas))
@@ -540,12 +541,12 @@ def platonic_breakdown(replicas: int = 128, m: int = 64) -> dict:
         slow = pl._PlatonicModel(np.arange(replicas), streams, net, task, w0, **kw)
     finally:
         training._COMPILED_SGD = old
-    points = tuple(np.copy(a) for a in fast.draw(m))
+    consts = fast.draw(m)  # (the compiled step draws its own normals: only the factor and c_r / B)
     moments = slow.draw(m).copy()
+    sampler, streams2 = fast.sampler, replica_streams(1, range(replicas))
 
-    def compiled():
-        for t0 in range(0, m, 8):
-            fast.steps(points, t0, t0 + 8, 0)
+    def compiled():  # one call per block of m steps, as the engine runs it
+        fast.steps(consts, 0, m, 0)
 
     def numpy_step():
         for t in range(m):
@@ -559,7 +560,7 @@ def platonic_breakdown(replicas: int = 128, m: int = 64) -> dict:
     fma += mm * mm * n + mm * n * n  # A and E
     fma += sum(dims[i + 1] * mm * n + dims[i + 1] * n * dims[i] for i in range(depth))  # gradients
     return {
-        "normals": 1e6 / (_cpu_timed(lambda: fast.draw(m), 30, 3) * per),
+        "normals": 1e6 / (_cpu_timed(lambda: sampler.points(streams2, m), 30, 3) * per),
         "compiled": 1e6 / (_cpu_timed(compiled, 30, 3) * per),
         "moments": 1e6 / (_cpu_timed(lambda: slow.draw(m), 30, 3) * per),
         "step": 1e6 / (_cpu_timed(numpy_step, 10, 1) * per),
@@ -737,10 +738,10 @@ def main() -> None:
     p, f = platonic_breakdown(), floors(np.float64)
     print("\n[platonic] where an engine replica-step's CPU time goes (one thread, 128 replicas, blocks of 64 steps)")
     print(
-        f"  float64: the step's {p['normals_per_step']} normals {p['normals']:.2f} µs (compiled SFC64: the RNG "
-        "floor) + "
-        f"compiled step {p['compiled']:.2f} µs (the moments c (L X)(L X)ᵀ and the SGD update: what the engine runs) = "
-        f"{p['normals'] + p['compiled']:.2f} µs; the batched NumPy path instead: normals + moments "
+        f"  float64: compiled step {p['compiled']:.2f} µs (the step's {p['normals_per_step']} normals drawn inside it, "
+        "8 replicas in SIMD lanes, the moments c (L X)(L X)ᵀ and the SGD update: what the engine runs), of which "
+        f"the normals alone take {p['normals']:.2f} µs (the sampler's compiled SFC64 draw: the RNG floor); "
+        "the batched NumPy path instead: normals + moments "
         f"{p['moments']:.2f} + NumPy SGD step {p['step']:.2f} = {p['moments'] + p['step']:.2f} µs; FLOP floor "
         f"{2 * p['fma'] / (f['gflops'] * 1e3):.2f} µs (the update's {p['fma']:,} multiply-adds at {f['gflops']:.0f} "
         "GFLOP/s of a large matrix product)"
