@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test quick-book figures benchmark mutation lint format clean distclean vendor browser pdf envtest requirements seeds seeds-quick
+.PHONY: install book test quick-book figures benchmark mutation lint format clean distclean vendor browser pdf envtest requirements seeds seeds-quick
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -54,6 +54,9 @@ endif
 	$(BIN)/jupyter-book build . -W -n --keep-going $(BOOK_ARGS)
 	@echo
 	@echo "The book is built: open file://$(CURDIR)/$(BOOK_HTML)/index.html"
+
+## make install: the virtual environment .venv with every requirement (make test and make book do it first)
+install: $(STAMP)
 
 ## make test: library tests, then every page executed in quick mode
 test: $(STAMP)
