@@ -67,7 +67,7 @@ test: $(STAMP)
 ## installed package imported and one page of each chapter executed in quick mode (slow; CI runs it)
 envtest: $(STAMP)
 	$(BIN)/python -m pytest -m envtest -n 0 -p no:cacheprovider tests/test_environment.py -v
-	@cat _build/envtest/times.json
+	@cat _build/envtest/times.json; echo
 
 ## make requirements: write requirements.txt and binder/requirements.txt from pyproject.toml
 requirements:

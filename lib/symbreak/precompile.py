@@ -5,8 +5,8 @@ its ReLU step on data points, the Platonic networks' SGD and GD blocks, the exac
 reduced edge-of-stability map) is compiled by numba on first use and cached on disk next to its
 module, so that a later process loads it in a fraction of a second instead of compiling it. The first
 compile is slow: about 16 s for the autoencoder's lane step in float64 and 20 s in float32 on the
-reference machine, 14–17 s for the Platonic networks' SGD step in each precision, a few seconds for
-each of the others. Processes that start together on an empty
+reference machine, 14 s and 11 s for the Platonic networks' SGD step in float64 and float32, a few
+seconds for each of the others. Processes that start together on an empty
 cache (the workers of ``pytest -n auto``, the pages that ``make book`` runs side by side) would each
 compile the same kernels at once. :func:`precompile` compiles them once, the groups side by side in
 separate processes, before those start; it is what ``make test`` and ``make book`` do first, and
@@ -31,9 +31,9 @@ from .validation import check_choice, check_int, check_positive
 __all__ = ["GROUPS", "compile_kernels", "precompile"]
 
 #: The groups of kernels, the slowest first: each is compiled by one process in :func:`precompile`
-#: (on the reference machine the slowest about 20 s, the last 4 s; two processes finish them all in
-#: about 34 s).
-GROUPS = ("autoencoder-f32", "platonic-f64", "autoencoder-f64", "platonic-f32", "others")
+#: (on the reference machine about 20, 16, 14, 11 and 3 s; two processes finish them all in about
+#: 33 s).
+GROUPS = ("autoencoder-f32", "autoencoder-f64", "platonic-f64", "platonic-f32", "others")
 
 
 def _autoencoder(dtype) -> None:
