@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install book test quick-book figures benchmark mutation lint format clean distclean vendor browser pdf envtest requirements seeds seeds-quick
+.PHONY: install boundscheck book test quick-book figures benchmark mutation lint format clean distclean vendor browser pdf envtest requirements seeds seeds-quick
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ install: $(STAMP)
 ## make test: library tests, then every page executed in quick mode
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+## make boundscheck: the compiled lane kernels run under numba's bounds checks (NUMBA_BOUNDSCHECK=1,
+## a separate numba cache), so that an index past an array is an IndexError (slow: they compile again)
+boundscheck: $(STAMP)
+	$(BIN)/python -m pytest -m boundscheck -p no:cacheprovider tests/test_boundscheck.py -v
 
 ## make envtest: the environments users get, built in fresh venvs as they would build them: Binder's
 ## (binder/requirements.txt, then binder/postBuild: a non-editable install) with every module of the

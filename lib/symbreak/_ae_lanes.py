@@ -583,7 +583,8 @@ def _group(
     # two factors: step t + 1's is drawn (lane by lane, scalar stores) before step t's products read
     # step t's (whole vectors), so that no vector load waits on the scalar stores just made
     nf = F.size // 2
-    _draw_factor(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, nz, f32, F[:nf], zb, ub, gb, r0, w)
+    if n_steps > 0:
+        _draw_factor(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, nz, f32, F[:nf], zb, ub, gb, r0, w)
     for _t in range(n_steps):
         Fc = F[(_t % 2) * nf : (_t % 2 + 1) * nf]
         if _t + 1 < n_steps:
@@ -674,9 +675,10 @@ def _linear_sgd_lanes(
     17,540 for ``F Fᵀ`` then the four products). The same quantity as the NumPy step, summed in
     another order: the trajectories agree to rounding (tested), not bit for bit.
 
-    Scratch (flat, C order, lanes innermost, ``L`` = :data:`_LANES` of the dtype): ``F`` (d(d+1)/2 · L), ``U``, ``Wt``
-    (k d L), ``T``, ``HF`` (2k d L), ``K1``, ``K2`` (k k L); ``zb`` (d(d+1)/2) and ``gb`` (d) of the
-    dtype, ``ub`` (2d, float64)."""
+    Scratch (flat, C order, lanes innermost, ``L`` = :data:`_LANES` of the dtype): ``F`` (d(d+1) · L:
+    two packed factors, this step's and the next one's, in :func:`_group`), ``U``, ``Wt`` (k d L),
+    ``T``, ``HF`` (2k d L), ``K1``, ``K2`` (k k L); ``zb`` (d(d+1)/2) and ``gb`` (d) of the dtype,
+    ``ub`` (2d, float64)."""
     r_all = V.shape[0]
     r0 = 0
     w = 16 if f32 else 8  # _LANES: one 512-bit vector of replicas

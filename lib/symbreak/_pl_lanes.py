@@ -200,7 +200,7 @@ def _group(
                         for k in range(X.shape[2]):
                             for b in range(X.shape[3]):
                                 Xg[u, k, b, q] = X[r0 + q, t + u, k, b]
-                else:
+                elif not points:
                     for q in range(ng):
                         for k in range(n + m):
                             for j in range(n):
