@@ -82,11 +82,17 @@ def _agg():
         yield
 
 
-def test_a_notebook_with_the_house_style_glues_without_the_iri_grammar(tmp_path):
-    """use_style() keeps the first glue from building jsonschema's IRI parser; glue and nbformat's
-    validation still work in that kernel."""
+@pytest.mark.parametrize("backend", [None, "Agg"])  # the book's inline backend; the tests' Agg
+def test_a_notebook_with_the_house_style_glues_without_the_iri_grammar(tmp_path, monkeypatch, backend):
+    """use_style() keeps the first glue from building jsonschema's IRI parser, whatever the backend;
+    glue and nbformat's validation still work in that kernel."""
     import nbclient
     import nbformat
+
+    if backend is None:
+        monkeypatch.delenv("MPLBACKEND", raising=False)
+    else:
+        monkeypatch.setenv("MPLBACKEND", backend)
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [

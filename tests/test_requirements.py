@@ -5,6 +5,7 @@ built by ``tests/test_environment.py`` (``make envtest``)."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.metadata as md
 import pathlib
 import re
@@ -96,13 +97,15 @@ def _imports(tree: ast.Module):
             yield node.module, id(node) in top_level
 
 
-def _top_level_names(dist_name: str) -> set[str]:
+@functools.cache
+def _top_level_names(dist_name: str) -> frozenset[str]:
     """The top-level import names that an installed distribution provides (empty when it is not
-    installed here)."""
+    installed here). Cached: reading a distribution's file list (torch's is long) takes a tenth of
+    a second, and the test below asks for each distribution once per module of the library."""
     try:
         dist = md.distribution(dist_name)
     except md.PackageNotFoundError:
-        return set()
+        return frozenset()
     names = set((dist.read_text("top_level.txt") or "").split())
     for f in dist.files or []:
         head = f.parts[0]
@@ -114,7 +117,7 @@ def _top_level_names(dist_name: str) -> set[str]:
             names.add(head)
         elif len(f.parts) == 1 and head.endswith(".py"):
             names.add(head[:-3])
-    return names
+    return frozenset(names)
 
 
 def test_every_import_of_the_library_is_declared():
