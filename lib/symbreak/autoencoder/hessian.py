@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._autodiff import hessian as _autograd_hessian
 from ..validation import (
     check_array,
     check_int,
@@ -172,7 +173,8 @@ def overcomplete_hessian_eigenvalues(lambdas, k: int, s: float) -> np.ndarray:
 
 
 def autograd_hessian(lambdas, W, U) -> np.ndarray:
-    """The population-loss Hessian at ``(W, U)`` by automatic differentiation (``torch.func``).
+    """The population-loss Hessian at ``(W, U)`` by automatic differentiation (PyTorch, reverse mode
+    over reverse mode).
 
     ``L(W, U) = ½ tr[(WU − I) Σ (WU − I)ᵀ]`` with ``Σ = diag(λ)``; parameters ordered as
     ``(vec_row(W), vec_row(U))``. An independent check of the closed forms of App. B.
@@ -183,7 +185,6 @@ def autograd_hessian(lambdas, W, U) -> np.ndarray:
         Symmetric, float64.
     """
     import torch
-    from torch.func import jacrev
 
     lam = _spectrum(lambdas)
     d = lam.size
@@ -202,7 +203,7 @@ def autograd_hessian(lambdas, W, U) -> np.ndarray:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # tiny tensors: intra-op threads only add synchronisation
     try:
-        h = jacrev(jacrev(loss))(theta).numpy()  # reverse-over-reverse: the Hessian of a scalar
+        h = _autograd_hessian(loss, theta)
     finally:
         torch.set_num_threads(threads)
     return finite_result("autograd_hessian", 0.5 * (h + h.T))

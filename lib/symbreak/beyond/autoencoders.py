@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._autodiff import hessian as _autograd_hessian
 from ..engine import DivergenceError, record_steps, replica_streams
 from ..rng import make_rng
 from ..validation import (
@@ -298,21 +299,17 @@ def ae_sharpness(X, W, U, activation: str, *, iters: int = 60, seed=None) -> np.
 
 #: Most weights per replica of :func:`dense_hessian_lambda_max` (it forms the full Hessian).
 MAX_DENSE_WEIGHTS = 4096
-#: Hessian columns that :func:`dense_hessian_lambda_max` computes together (one batched
-#: reverse-mode pass each).
-HESSIAN_CHUNK = 32
 
 
 def dense_hessian_lambda_max(X, W, U, activation: str) -> np.ndarray:
     """Largest eigenvalue of the full Hessian of ``½ mean ‖W φ(Ux) − x‖²``, formed densely, per replica.
 
     The Hessian of each replica's full-data loss is built by automatic differentiation (reverse
-    mode over reverse mode, ``torch.func.jacrev`` of ``torch.func.grad`` of the loss written out
-    directly, with none of the closed-form Hessian–vector products of
-    :func:`edge_of_stability_runs`; the columns ``HESSIAN_CHUNK`` (32) at a time, which keeps the
-    batched products in cache: three to four times faster than all at once on the digits) and handed
-    to a dense symmetric eigen-solver: an independent check of the Lanczos estimates. For ReLU the
-    second derivative of the activation is taken as zero, as everywhere in this module.
+    mode over reverse mode, on the loss written out directly, with none of the closed-form
+    Hessian–vector products of :func:`edge_of_stability_runs`; 32 columns per batched backward
+    pass) and handed to a dense symmetric eigen-solver: an independent check of the Lanczos
+    estimates. For ReLU the second derivative of the activation is taken as zero, as everywhere in
+    this module.
 
     Parameters
     ----------
@@ -349,10 +346,9 @@ def dense_hessian_lambda_max(X, W, U, activation: str) -> np.ndarray:
         w, u = p[:p_w].reshape(d, k), p[p_w:].reshape(k, d)
         return 0.5 * ((act(xt @ u.T) @ w.T - xt) ** 2).sum() / n
 
-    hessian = torch.func.jacrev(torch.func.grad(loss), chunk_size=HESSIAN_CHUNK)
     out = []
     for r in range(W.shape[0]):
-        full = hessian(torch.cat([_tensor(W[r]).reshape(-1), _tensor(U[r]).reshape(-1)])).numpy()
+        full = _autograd_hessian(loss, torch.cat([_tensor(W[r]).reshape(-1), _tensor(U[r]).reshape(-1)]))
         if not np.all(np.isfinite(full)):
             raise ValueError("dense_hessian_lambda_max: the Hessian left the float64 range (X, W or U too extreme)")
         out.append(np.linalg.eigvalsh((full + full.T) / 2)[-1])
