@@ -573,8 +573,8 @@ BASE = {
     ),
     "dln.completion_low_rank_ratios": (
         lambda target, mask, q0, alphas, t_end: dln.completion_low_rank_ratios(
-            target, mask, q0, alphas, N=3, t_end=t_end
-        ),
+            target, mask, q0, alphas, N=3, t_end=t_end, max_steps=500
+        ),  # as matrix_flow's case: a horizon of 1e300 stops at 500 evaluations, not after 10 s at 200,000
         [*dln.completion_task(0, d=3, n_missing=2), np.array([1e-2]), 0.5],
         {},
     ),

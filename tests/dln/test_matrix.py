@@ -240,3 +240,7 @@ def test_completion_low_rank_ratios_rejects_bad_input():
         dln.completion_low_rank_ratios(t[:3], m, q, (1e-3,), N=3, t_end=1.0)
     with pytest.raises(ValueError, match="t_end"):
         dln.completion_low_rank_ratios(t, m, q, (1e-3,), N=3, t_end=0.0)
+    with pytest.raises(ValueError, match="max_steps"):  # a horizon beyond the evaluation budget
+        dln.completion_low_rank_ratios(t, m, q, (1e-3,), N=3, t_end=60.0, max_steps=50)
+    with pytest.raises(ValueError, match="max_steps"):
+        dln.completion_low_rank_ratios(t, m, q, (1e-3,), N=3, t_end=1.0, max_steps=0)

@@ -496,7 +496,9 @@ def completion_task(seed, *, d: int = 4, n_missing: int = 6):
     return target, mask, Q0
 
 
-def completion_low_rank_ratios(target, mask, Q0, alphas, *, N, t_end: float, rtol: float = 1e-8, atol: float = 1e-12):
+def completion_low_rank_ratios(
+    target, mask, Q0, alphas, *, N, t_end: float, rtol: float = 1e-8, atol: float = 1e-12, max_steps: int = 200_000
+):
     """``σ₂/σ₁`` of the β = ∞ matrix flow (1.1) of the completion energy at ``t_end``, from ``α Q0``
     for each ``α`` in ``alphas`` (the low-rank implicit bias: small when ``α`` is small and the flow
     has converged).
@@ -513,6 +515,9 @@ def completion_low_rank_ratios(target, mask, Q0, alphas, *, N, t_end: float, rto
         Time at which the ratio is read, positive.
     rtol, atol : float
         Tolerances of :func:`matrix_flow`.
+    max_steps : int
+        Most right-hand-side evaluations of each flow, 1 to 10⁸ (:func:`matrix_flow`'s ``max_steps``):
+        a horizon that needs more raises ``ValueError`` instead of running on.
 
     Returns
     -------
@@ -538,7 +543,16 @@ def completion_low_rank_ratios(target, mask, Q0, alphas, *, N, t_end: float, rto
 
     out = []
     for alpha in alphas:
-        path = matrix_flow(alpha * Q0, np.array([0.0, t_end]), N=N, beta=np.inf, grad_energy=grad, rtol=rtol, atol=atol)
+        path = matrix_flow(
+            alpha * Q0,
+            np.array([0.0, t_end]),
+            N=N,
+            beta=np.inf,
+            grad_energy=grad,
+            rtol=rtol,
+            atol=atol,
+            max_steps=max_steps,
+        )
         sv = np.linalg.svd(path[-1], compute_uv=False)
         out.append(sv[1] / sv[0])
     return np.array(out)
