@@ -6,15 +6,10 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: install boundscheck book test quick-book figures benchmark mutation lint format clean distclean vendor browser pdf envtest requirements seeds seeds-quick
 
-# The install ends by compiling the numba kernels into their disk cache (python -m symbreak.precompile,
-# about 40 s on two cores), as Binder's postBuild does: compiled once where the package is built, they
-# load in a second when make test or make book starts (both still compile whatever a later edit of a
-# kernel's source left stale).
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m symbreak.precompile
 	@touch $(STAMP)
 
 ## make vendor: MathJax from the npm registry into _vendor/ (the site serves it; no CDN needed)
@@ -60,8 +55,7 @@ endif
 	@echo
 	@echo "The book is built: open file://$(CURDIR)/$(BOOK_HTML)/index.html"
 
-## make install: the virtual environment .venv with every requirement, and the numba kernels compiled
-## into their disk cache (make test and make book do it first)
+## make install: the virtual environment .venv with every requirement (make test and make book do it first)
 install: $(STAMP)
 
 ## make test: library tests, then every page executed in quick mode

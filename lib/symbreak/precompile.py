@@ -9,9 +9,8 @@ reference machine, 14 s and 11 s for the Platonic networks' SGD step in float64 
 seconds for each of the others. Processes that start together on an empty
 cache (the workers of ``pytest -n auto``, the pages that ``make book`` runs side by side) would each
 compile the same kernels at once. :func:`precompile` compiles them once, the groups side by side in
-separate processes, before those start; it is the last step of ``make install`` and of a Binder
-image's build, and ``make test`` and ``make book`` run it first (a second or two when the cache is
-full; the kernels whose source changed since are compiled again). numba's cache is keyed by the CPU as well: a machine of
+separate processes, before those start; it is what ``make test`` and ``make book`` do first, and
+what a Binder image does when it is built. numba's cache is keyed by the CPU as well: a machine of
 another kind than the one that filled it (a Binder image built elsewhere) compiles again on first
 use.
 
