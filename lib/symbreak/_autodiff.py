@@ -2,11 +2,11 @@
 
 Shared by the chapters' independent checks of closed-form Hessians (the autoencoder chapter's
 population loss, the Beyond part's digits autoencoders). Plain ``torch.autograd``: reverse mode over
-reverse mode, the Hessian's columns a block at a time (one batched backward pass per block). It gives
+reverse mode, the Hessian's rows a block at a time (one batched backward pass per block). It gives
 the same numbers as ``torch.func.jacrev(torch.func.grad(f))`` without ``torch.func``, whose first
-call imports ``torch._dynamo`` (about 1.3 s of CPU in every process that uses it); the blocks keep
-the batched products in cache (three to four times faster than all columns at once on the Beyond
-part's digits).
+call imports ``torch._dynamo`` (about a second of CPU in every process that uses it); the blocks keep
+the batched products in cache (two to three times faster than all rows at once on the Beyond part's
+digits).
 
 Extra: ``symbreak[torch]`` (PyTorch).
 """
@@ -17,7 +17,7 @@ import numpy as np
 
 __all__ = ["hessian"]
 
-#: Columns of the Hessian per batched backward pass.
+#: Rows of the Hessian per batched backward pass.
 CHUNK = 32
 
 
