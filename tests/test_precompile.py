@@ -21,6 +21,11 @@ from symbreak import precompile as pc
         (lambda: pc.precompile(1, timeout=float("nan")), "timeout"),
         (lambda: pc.precompile(1, timeout=None), "timeout"),
         (lambda: pc.precompile(1, timeout=1e300), "timeout"),
+        (lambda: pc.precompile(1, groups=()), "groups"),
+        (lambda: pc.precompile(1, groups=("others", "others")), "groups"),
+        (lambda: pc.precompile(1, groups=("autoencoder",)), "groups"),
+        (lambda: pc.precompile(1, groups=[None]), "groups"),
+        (lambda: pc.precompile(1, groups=5), "groups"),
     ],
 )
 def test_bad_arguments_name_the_parameter(call, name):
@@ -68,3 +73,23 @@ def test_precompile_leaves_every_kernel_in_the_disk_cache():
         hits, misses, signatures = stats[name]
         assert (misses, signatures) == (0, n), (name, stats[name])
         assert hits >= n, (name, stats[name])
+
+
+def test_only_the_groups_asked_for_run_in_the_order_of_groups(monkeypatch):
+    """``groups`` picks which processes start, slowest first; the book's are the float64 ones."""
+    ran = []
+
+    def fake_run(cmd, **kwargs):
+        ran.append(cmd[-1].split("compile_kernels(")[1].rstrip(")").strip("'"))
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(pc.subprocess, "run", fake_run)
+    pc.precompile(1, groups=("others", "autoencoder-f64"))
+    assert ran == ["autoencoder-f64", "others"]
+    ran.clear()
+    pc.precompile(1, groups=pc.BOOK_GROUPS)
+    assert ran == ["autoencoder-f64", "platonic-f64", "others"]
+    ran.clear()
+    pc.precompile(1, groups="platonic-f32")
+    assert ran == ["platonic-f32"]
+    assert set(pc.BOOK_GROUPS) < set(pc.GROUPS) and not any(g.endswith("f32") for g in pc.BOOK_GROUPS)

@@ -181,11 +181,13 @@ def main(argv=None) -> int:
     heavy = {p for p, v in seconds.items() if v >= args.heavy}
     env = kernel_environment(args.jobs, _cores())
     # the kernels compiled once into numba's disk cache, so that pages started together on an empty
-    # cache do not each compile them (a second or two when they are cached already)
-    from symbreak.precompile import precompile
+    # cache do not each compile them (a second or two when they are cached already); only those the
+    # pages use (every page runs in float64)
+    from symbreak.precompile import BOOK_GROUPS, precompile
 
     try:
-        print(f"execute_pages: numba kernels compiled or loaded in {precompile(min(2, args.jobs)):.1f} s", flush=True)
+        secs = precompile(min(2, args.jobs), groups=BOOK_GROUPS)
+        print(f"execute_pages: numba kernels ({', '.join(BOOK_GROUPS)}) compiled or loaded in {secs:.1f} s", flush=True)
     except RuntimeError as exc:  # the pages then compile what they use; a broken kernel fails its page
         print(f"execute_pages: precompiling the numba kernels failed: {exc}", flush=True)
     print(

@@ -28,7 +28,7 @@ import numpy as np
 
 from .validation import check_choice, check_int, check_positive
 
-__all__ = ["GROUPS", "compile_kernels", "precompile"]
+__all__ = ["BOOK_GROUPS", "GROUPS", "compile_kernels", "precompile"]
 
 #: The groups of kernels, the slowest first: each is compiled by one process in :func:`precompile`
 #: (on the reference machine about 20, 16, 14, 11 and 3 s; two processes finish them all in about
@@ -103,13 +103,21 @@ def compile_kernels(group: str = "all") -> float:
     return time.perf_counter() - t0
 
 
-def precompile(jobs: int = 2, *, timeout: float = 600.0) -> float:
-    """Compile every kernel into the disk cache, the :data:`GROUPS` side by side in ``jobs`` processes.
+#: The groups that the book's pages use: every simulation of the book runs in float64 (the float32
+#: kernels serve the tests, the benchmark and readers who ask for ``dtype=np.float32``).
+BOOK_GROUPS = ("autoencoder-f64", "platonic-f64", "others")
+
+
+def precompile(jobs: int = 2, *, groups=GROUPS, timeout: float = 600.0) -> float:
+    """Compile kernels into the disk cache, the ``groups`` side by side in ``jobs`` processes.
 
     Parameters
     ----------
     jobs : int
         Processes at a time, ``1 ≤ jobs ≤ 5`` (the groups; 2, one per core of the reference machine).
+    groups : sequence of str
+        Which of :data:`GROUPS` to compile (all by default; :data:`BOOK_GROUPS` for the book's pages),
+        non-empty, each at most once; they run in the order of :data:`GROUPS` (the slowest first).
     timeout : float
         Seconds, ``0 < timeout ≤ 86400``, after which a group's process is stopped and a ``RuntimeError`` raised.
 
@@ -121,7 +129,8 @@ def precompile(jobs: int = 2, *, timeout: float = 600.0) -> float:
     Raises
     ------
     ValueError
-        If ``jobs`` or ``timeout`` is out of range (a ``TypeError`` if not a number).
+        If ``jobs`` or ``timeout`` is out of range (a ``TypeError`` if not a number), or ``groups``
+        is empty, repeats a group or names one not in :data:`GROUPS`.
     RuntimeError
         If a group's process fails (its error output is in the message) or runs past ``timeout``.
     """
@@ -129,6 +138,16 @@ def precompile(jobs: int = 2, *, timeout: float = 600.0) -> float:
     timeout = check_positive("timeout", timeout)
     if timeout > 86_400:
         raise ValueError(f"timeout must lie in (0, 86400] seconds, got {timeout!r}")
+    if isinstance(groups, str):
+        groups = (groups,)
+    try:
+        groups = tuple(groups)
+    except TypeError:
+        raise ValueError(f"groups must be a sequence of names from {GROUPS}, got {groups!r}") from None
+    for g in groups:
+        check_choice("groups", g, GROUPS)
+    if not groups or len(set(groups)) != len(groups):
+        raise ValueError(f"groups must name each of {GROUPS} at most once, and at least one, got {groups!r}")
     t0 = time.perf_counter()
 
     def run(group):
@@ -141,7 +160,7 @@ def precompile(jobs: int = 2, *, timeout: float = 600.0) -> float:
             raise RuntimeError(f"compiling the kernels of group {group!r} failed:\n{p.stderr[-4000:]}")
 
     with ThreadPoolExecutor(jobs) as pool:
-        list(pool.map(run, GROUPS))
+        list(pool.map(run, [g for g in GROUPS if g in groups]))
     return time.perf_counter() - t0
 
 
