@@ -25,6 +25,14 @@ def test_pca_hessian_eigenvalues_match_autograd(k, s):
     assert ae.hessian_trace(LAM6, k, s) == pytest.approx(np.trace(ae.autograd_hessian(LAM6, W, U)), rel=1e-10)
 
 
+def test_autograd_hessian_takes_any_memory_layout():
+    """A spectrum that is a view with negative strides (``x[::-1]``) gives the same Hessian as its copy."""
+    W, U = ae.pca_point(np.array([2.5, 1.2]), 6)
+    rev = np.ascontiguousarray(LAM6[::-1])[::-1]  # LAM6's values, read backwards from memory
+    assert rev.strides[0] < 0
+    np.testing.assert_array_equal(ae.autograd_hessian(rev, W, U), ae.autograd_hessian(LAM6, W, U))
+
+
 def test_lambda_max_bounds_and_trace_minimiser():
     lam = ae.geometric_spectrum(20)
     s = np.sort(make_rng(1).uniform(1.0, 9.0, 10))[::-1]

@@ -190,7 +190,7 @@ def autograd_hessian(lambdas, W, U) -> np.ndarray:
     d = lam.size
     W, U = _check_decoder_encoder(W, U, d, names=("W", "U"))
     k = W.shape[1]
-    sig = torch.tensor(lam, dtype=torch.float64)
+    sig = torch.tensor(np.ascontiguousarray(lam), dtype=torch.float64)  # (a view with negative strides)
     eye = torch.eye(d, dtype=torch.float64)
 
     def loss(theta):
