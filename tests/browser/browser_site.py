@@ -196,6 +196,15 @@ INSPECT_JS = r"""
 }
 """
 
+#: What the offline check reads on a page: its formulas, those MathJax typeset, and whether the
+#: first explorer's image (if any) loaded.
+OFFLINE_JS = """() => ({
+  math: document.querySelectorAll('div.math, span.math').length,
+  typeset: document.querySelectorAll('mjx-container').length,
+  explorerImage: (i => i === null ? null : i.complete && i.naturalWidth > 0)(
+    document.querySelector('.symbreak-explorer img')),
+})"""
+
 MATHJAX_READY_JS = """
 () => !document.querySelector('script[src*="mathjax"]') ||
       (window.MathJax && MathJax.startup && MathJax.startup.promise

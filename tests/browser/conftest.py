@@ -13,9 +13,20 @@ import http.server
 import os
 import pathlib
 import threading
+import urllib.parse
 
 import pytest
-from browser_site import CHROMIUM, CHROMIUM_ARGS, INDEX_PAGES, INSPECT_JS, SITE, toc_pages, visit
+from browser_site import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    INDEX_PAGES,
+    INSPECT_JS,
+    OFFLINE_JS,
+    SCREENSHOTS,
+    SITE,
+    toc_pages,
+    visit,
+)
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -55,33 +66,87 @@ def browser():
         browser.close()
 
 
+def _local_only(outside: list):
+    """A route handler that lets requests to the local server (and ``data:`` URLs) through and
+    aborts every other, recording its URL in ``outside``."""
+
+    def route(r):
+        host = urllib.parse.urlsplit(r.request.url).hostname
+        if host in {"127.0.0.1", "localhost"} or r.request.url.startswith("data:"):
+            r.continue_()
+        else:
+            outside.append(r.request.url)
+            r.abort()
+
+    return route
+
+
+def _click_solutions(page) -> list[str]:
+    """Click every exercise solution's title on a loaded page; what went wrong (a click that left
+    the page, a solution that did not open)."""
+    failures = []
+    titles = page.locator(".solution > .admonition-title")
+    for i in range(titles.count()):
+        body = page.locator(".solution").nth(i).locator("> :not(.admonition-title)").first
+        url = page.url
+        titles.nth(i).scroll_into_view_if_needed()
+        titles.nth(i).click()
+        page.wait_for_timeout(150)
+        if page.url != url:
+            failures.append(f"solution {i + 1}: the click went to {page.url}")
+            page.goto(url)
+            page.wait_for_load_state("load")
+        elif not body.is_visible():
+            failures.append(f"solution {i + 1}: did not open")
+    return failures
+
+
 @pytest.fixture(scope="session")
-def report(browser, base_url):
-    """Every page of the table of contents visited once at 1400 px: what the tests check."""
+def desktop_visits(browser, base_url) -> tuple[dict, list]:
+    """Every page of the table of contents visited once at 1400 px, with every request to anything
+    but the local server refused (the site must read offline): per page, what the page script
+    found, the errors on the way, the formulas typeset against those in the page, whether the
+    first explorer's image loaded, and, after all that was read, what clicking each exercise
+    solution did. Returns the pages and the URLs of the refused requests."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    outside: list = []
+    context.route("**/*", _local_only(outside))
     pages = {}
     try:
         for name in toc_pages():
             page, events = visit(context, f"{base_url}/{name}.html")
             found = page.evaluate(INSPECT_JS)
             found.update(events)
+            found["offline"] = page.evaluate(OFFLINE_JS)
+            found["solutionClicks"] = _click_solutions(page) if found["solutions"] else []
             pages[name] = found
             page.close()
     finally:
         context.close()
-    return pages
+    return pages, outside
+
+
+@pytest.fixture(scope="session")
+def report(desktop_visits) -> dict:
+    """What :func:`desktop_visits` found on each page, by page name: what the tests check."""
+    return desktop_visits[0]
 
 
 @pytest.fixture(scope="session")
 def phone_report(browser, base_url):
     """Every page of the table of contents, and the general and module indexes, visited once at
-    400 px (a phone held upright)."""
-    context = browser.new_context(viewport={"width": 400, "height": 860})
+    400 px (a phone held upright); after the page script has read a page of the table of contents,
+    a screenshot of the whole page for CI's artifacts (``_build/screenshots/``)."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    context = browser.new_context(viewport={"width": 400, "height": 860}, device_scale_factor=1)
     pages = {}
+    toc = toc_pages()
     try:
-        for name in toc_pages() + INDEX_PAGES:
-            page, events = visit(context, f"{base_url}/{name}.html")
+        for name in toc + INDEX_PAGES:
+            page, _ = visit(context, f"{base_url}/{name}.html")
             pages[name] = page.evaluate(INSPECT_JS)
+            if name in toc:
+                page.screenshot(path=str(SCREENSHOTS / (name.replace("/", "--") + ".png")), full_page=True)
             page.close()
     finally:
         context.close()

@@ -394,30 +394,12 @@ def test_page_sizes_under_3_mb(site):
     assert too_big == {}, f"pages over 3 MB: {too_big}"
 
 
-def test_solutions_open_in_place(browser, base_url, report):
+def test_solutions_open_in_place(report):
+    """Clicking an exercise solution's title opens it where it is (the clicks are made in the
+    desktop visits, after the page script has read the page)."""
     pages = [name for name in PAGES if report[name]["solutions"]]
     assert pages, "no page with exercise solutions found"
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    failures = []
-    try:
-        for name in pages:
-            page, _ = visit(context, f"{base_url}/{name}.html")
-            titles = page.locator(".solution > .admonition-title")
-            for i in range(titles.count()):
-                body = page.locator(".solution").nth(i).locator("> :not(.admonition-title)").first
-                url = page.url
-                titles.nth(i).scroll_into_view_if_needed()
-                titles.nth(i).click()
-                page.wait_for_timeout(150)
-                if page.url != url:
-                    failures.append(f"{name} solution {i + 1}: the click went to {page.url}")
-                    page.goto(url)
-                    page.wait_for_load_state("load")
-                elif not body.is_visible():
-                    failures.append(f"{name} solution {i + 1}: did not open")
-            page.close()
-    finally:
-        context.close()
+    failures = [f"{name} {f}" for name in pages for f in report[name]["solutionClicks"]]
     assert failures == []
 
 
@@ -465,54 +447,26 @@ def test_every_explorer_moves(browser, base_url, report):
         context.close()
 
 
-def test_screenshots_at_400px(browser, base_url):
-    """A phone-width screenshot of every page, for CI's artifacts (``_build/screenshots/``)."""
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    context = browser.new_context(viewport={"width": 400, "height": 860}, device_scale_factor=1)
-    written = []
-    try:
-        for name in PAGES:
-            page, _ = visit(context, f"{base_url}/{name}.html")
-            path = SCREENSHOTS / (name.replace("/", "--") + ".png")
-            page.screenshot(path=str(path), full_page=True)
-            written.append(path)
-            page.close()
-    finally:
-        context.close()
+def test_screenshots_at_400px(phone_report):
+    """A phone-width screenshot of every page, for CI's artifacts (``_build/screenshots/``; taken
+    in the phone visits)."""
+    written = [SCREENSHOTS / (name.replace("/", "--") + ".png") for name in PAGES]
     assert all(p.is_file() and p.stat().st_size > 5_000 for p in written)
     print(f"{len(written)} screenshots in {SCREENSHOTS}")
 
 
-def test_site_reads_with_the_network_blocked(browser, base_url, report):
-    """Every request to anything but localhost is aborted: math must still typeset everywhere."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    outside = []
-
-    def route(r):
-        host = urllib.parse.urlsplit(r.request.url).hostname
-        if host in {"127.0.0.1", "localhost"} or r.request.url.startswith("data:"):
-            r.continue_()
-        else:
-            outside.append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
+def test_site_reads_with_the_network_blocked(desktop_visits):
+    """The desktop visits refuse every request to anything but the local server: no page asked for
+    one, and math still typeset everywhere, the explorers' images loaded, nothing failed."""
+    report, outside = desktop_visits
     problems = []
-    try:
-        for name in PAGES:
-            page, events = visit(context, f"{base_url}/{name}.html")
-            n_math = page.evaluate("() => document.querySelectorAll('div.math, span.math').length")
-            n_typeset = page.evaluate("() => document.querySelectorAll('mjx-container').length")
-            if n_math and n_typeset < n_math:
-                problems.append(f"{name}: {n_typeset} of {n_math} formulas typeset offline")
-            if events["console"] or events["pageerror"]:
-                problems.append(f"{name}: errors offline {events['console'] + events['pageerror']}")
-            if report[name]["explorers"] and not page.locator(".symbreak-explorer img").first.evaluate(
-                "i => i.complete && i.naturalWidth > 0"
-            ):
-                problems.append(f"{name}: explorer image missing offline")
-            page.close()
-    finally:
-        context.close()
+    for name in PAGES:
+        r, off = report[name], report[name]["offline"]
+        if off["math"] and off["typeset"] < off["math"]:
+            problems.append(f"{name}: {off['typeset']} of {off['math']} formulas typeset offline")
+        if r["console"] or r["pageerror"]:
+            problems.append(f"{name}: errors offline {r['console'] + r['pageerror']}")
+        if r["explorers"] and not off["explorerImage"]:
+            problems.append(f"{name}: explorer image missing offline")
     assert outside == [], f"the site asked other servers for {sorted(set(outside))[:10]}"
     assert problems == []
