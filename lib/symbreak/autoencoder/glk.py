@@ -38,28 +38,34 @@ def _gl_check(lambdas, k, A):
 
 
 def _gl_drift(lam, k, A):
-    from scipy.linalg import solve_continuous_lyapunov
-
-    lp = np.diag(lam[:k])
+    # Every out-of-subspace block H_j (B.77) is symmetric, so its Lyapunov equation
+    # H X + X H = Σ_j is solved by H's eigendecomposition H = V diag(h) Vᵀ:
+    # X = V [(Vᵀ Σ_j V) / (h_a + h_b)] Vᵀ, all blocks j in one batched eigh.
+    lp = lam[:k]
+    lo = lam[k:]
     Ai = np.linalg.inv(A)
-    M = Ai @ lp @ Ai.T
+    M = (Ai * lp) @ Ai.T  # A⁻¹ Λ₊ A⁻ᵀ
     S = A.T @ A
-    eye = np.eye(k)
-    eww = np.zeros((k, k))
-    euu = np.zeros((k, k))
-    for lj in lam[k:]:
-        H = np.block([[M, -lj * eye], [-lj * eye, lj * S]])  # out-of-subspace block j (B.77)
-        sig = np.zeros((2 * k, 2 * k))
-        sig[:k, :k] = lj * M  # per-sample noise, decoder row j only
-        X = solve_continuous_lyapunov(H, sig)  # H X + X H = Σ_j
-        eww += X[:k, :k]
-        euu += lj * X[k:, k:]
+    eye = np.arange(k)
+    H = np.zeros((lo.size, 2 * k, 2 * k))
+    H[:, :k, :k] = M
+    H[:, k:, k:] = lo[:, None, None] * S
+    H[:, eye, k + eye] = -lo[:, None]
+    H[:, k + eye, eye] = -lo[:, None]
+    h, V = np.linalg.eigh(H)
+    V1, V2 = V[:, :k, :], V[:, k:, :]  # Σ_j = λ_j M on the decoder's rows only: Vᵀ Σ_j V = λ_j V₁ᵀ M V₁
+    T = lo[:, None, None] * (V1.transpose(0, 2, 1) @ M @ V1) / (h[:, :, None] + h[:, None, :])
+    eww = (V1 @ T @ V1.transpose(0, 2, 1)).sum(0)  # Σ_j X_j[:k, :k]
+    euu = (lo[:, None, None] * (V2 @ T @ V2.transpose(0, 2, 1))).sum(0)  # Σ_j λ_j X_j[k:, k:]
     gw = A @ euu  # E ∇_{W∥} L, second order in ξ
-    gu = eww @ Ai @ lp  # E ∇_{U∥} L, second order in ξ
-    # orthogonal projection of (gw, gu) on the tangent directions (X, −A⁻¹XA⁻¹)
-    mat = np.eye(k * k) + np.kron(np.linalg.inv(S), np.linalg.inv(A @ A.T))
-    x = np.linalg.solve(mat, (gw - Ai.T @ gu @ Ai.T).ravel(order="F")).reshape(k, k, order="F")
-    return -x
+    gu = eww @ Ai * lp  # E ∇_{U∥} L, second order in ξ
+    # the orthogonal projection of (gw, gu) on the tangent directions (X, −A⁻¹XA⁻¹) solves
+    # X + (AAᵀ)⁻¹ X (AᵀA)⁻¹ = R; with AAᵀ = Q diag(p) Qᵀ and AᵀA = P diag(s) Pᵀ it is diagonal in Qᵀ X P
+    p, Q = np.linalg.eigh(A @ A.T)
+    s, P = np.linalg.eigh(S)
+    R = gw - Ai.T @ gu @ Ai.T
+    Y = (Q.T @ R @ P) / (1.0 + 1.0 / np.outer(p, s))
+    return -(Q @ Y @ P.T)
 
 
 def gl_flow_drift(lambdas, k: int, A) -> np.ndarray:
