@@ -437,3 +437,28 @@ def test_charge_step_is_the_noether_identity():
     assert np.abs(second).max() > 1e-4  # the η² term is not zero ...
     first = (g.final_a[0][0] ** 2).sum(-1) - (g.initial_a[0][0] ** 2).sum(-1)
     assert np.abs(first).max() > 5 * np.abs(second).max()  # ... and much smaller than a unit's own first-order move
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+@pytest.mark.parametrize("sizes", [[6, 8, 3], [6, 7, 5, 3]])
+def test_written_out_backpropagation_is_autograd_bit_for_bit(activation, sizes):
+    """train_pair_grid's step takes its gradients from al._mlp_gradients, backpropagation written
+    out; torch.autograd's gradients of the same loss are the same numbers, bit for bit."""
+    import torch
+
+    g = np.random.default_rng(3)
+    R, b = 4, 9
+    ws = [torch.from_numpy(g.standard_normal((R, o, i)).astype(np.float32)) for i, o in zip(sizes[:-1], sizes[1:])]
+    x = torch.from_numpy(g.standard_normal((R, b, sizes[0])).astype(np.float32))
+    y = torch.from_numpy(g.standard_normal((R, b, sizes[-1])).astype(np.float32))
+    got = al._mlp_gradients(torch, ws, x, y, activation)
+    leaves = [w.clone().requires_grad_(True) for w in ws]
+    phi = torch.relu if activation == "relu" else torch.tanh
+    h = x
+    for w in leaves[:-1]:
+        h = phi(h @ w.transpose(1, 2))
+    loss = (0.5 * ((h @ leaves[-1].transpose(1, 2) - y) ** 2).sum(-1).mean(-1)).sum()
+    want = torch.autograd.grad(loss, leaves)
+    assert len(got) == len(want)
+    for a, w in zip(got, want):
+        assert a.shape == w.shape and torch.equal(a, w)
