@@ -38,34 +38,37 @@ def _gl_check(lambdas, k, A):
 
 
 def _gl_drift(lam, k, A):
-    # Every out-of-subspace block H_j (B.77) is symmetric, so its Lyapunov equation
-    # H X + X H = Σ_j is solved by H's eigendecomposition H = V diag(h) Vᵀ:
-    # X = V [(Vᵀ Σ_j V) / (h_a + h_b)] Vᵀ, all blocks j in one batched eigh.
-    lp = lam[:k]
-    lo = lam[k:]
-    Ai = np.linalg.inv(A)
-    M = (Ai * lp) @ Ai.T  # A⁻¹ Λ₊ A⁻ᵀ
-    S = A.T @ A
-    eye = np.arange(k)
-    H = np.zeros((lo.size, 2 * k, 2 * k))
-    H[:, :k, :k] = M
-    H[:, k:, k:] = lo[:, None, None] * S
-    H[:, eye, k + eye] = -lo[:, None]
-    H[:, k + eye, eye] = -lo[:, None]
-    h, V = np.linalg.eigh(H)
-    V1, V2 = V[:, :k, :], V[:, k:, :]  # Σ_j = λ_j M on the decoder's rows only: Vᵀ Σ_j V = λ_j V₁ᵀ M V₁
-    T = lo[:, None, None] * (V1.transpose(0, 2, 1) @ M @ V1) / (h[:, :, None] + h[:, None, :])
-    eww = (V1 @ T @ V1.transpose(0, 2, 1)).sum(0)  # Σ_j X_j[:k, :k]
-    euu = (lo[:, None, None] * (V2 @ T @ V2.transpose(0, 2, 1))).sum(0)  # Σ_j λ_j X_j[k:, k:]
-    gw = A @ euu  # E ∇_{W∥} L, second order in ξ
-    gu = eww @ Ai * lp  # E ∇_{U∥} L, second order in ξ
-    # the orthogonal projection of (gw, gu) on the tangent directions (X, −A⁻¹XA⁻¹) solves
-    # X + (AAᵀ)⁻¹ X (AᵀA)⁻¹ = R; with AAᵀ = Q diag(p) Qᵀ and AᵀA = P diag(s) Pᵀ it is diagonal in Qᵀ X P
-    p, Q = np.linalg.eigh(A @ A.T)
-    s, P = np.linalg.eigh(S)
-    R = gw - Ai.T @ gu @ Ai.T
-    Y = (Q.T @ R @ P) / (1.0 + 1.0 / np.outer(p, s))
-    return -(Q @ Y @ P.T)
+    # on inputs extreme in scale the products overflow: a ValueError (finite_result), never a NaN
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        # Every out-of-subspace block H_j (B.77) is symmetric, so its Lyapunov equation
+        # H X + X H = Σ_j is solved by H's eigendecomposition H = V diag(h) Vᵀ:
+        # X = V [(Vᵀ Σ_j V) / (h_a + h_b)] Vᵀ, all blocks j in one batched eigh.
+        lp = lam[:k]
+        lo = lam[k:]
+        Ai = np.linalg.inv(A)
+        M = (Ai * lp) @ Ai.T  # A⁻¹ Λ₊ A⁻ᵀ
+        S = A.T @ A
+        eye = np.arange(k)
+        H = np.zeros((lo.size, 2 * k, 2 * k))
+        H[:, :k, :k] = M
+        H[:, k:, k:] = lo[:, None, None] * S
+        H[:, eye, k + eye] = -lo[:, None]
+        H[:, k + eye, eye] = -lo[:, None]
+        h, V = np.linalg.eigh(H)
+        V1, V2 = V[:, :k, :], V[:, k:, :]  # Σ_j = λ_j M on the decoder's rows only: Vᵀ Σ_j V = λ_j V₁ᵀ M V₁
+        T = lo[:, None, None] * (V1.transpose(0, 2, 1) @ M @ V1) / (h[:, :, None] + h[:, None, :])
+        eww = (V1 @ T @ V1.transpose(0, 2, 1)).sum(0)  # Σ_j X_j[:k, :k]
+        euu = (lo[:, None, None] * (V2 @ T @ V2.transpose(0, 2, 1))).sum(0)  # Σ_j λ_j X_j[k:, k:]
+        gw = A @ euu  # E ∇_{W∥} L, second order in ξ
+        gu = eww @ Ai * lp  # E ∇_{U∥} L, second order in ξ
+        # the orthogonal projection of (gw, gu) on the tangent directions (X, −A⁻¹XA⁻¹) solves
+        # X + (AAᵀ)⁻¹ X (AᵀA)⁻¹ = R; with AAᵀ = Q diag(p) Qᵀ and AᵀA = P diag(s) Pᵀ it is diagonal in Qᵀ X P
+        p, Q = np.linalg.eigh(A @ A.T)
+        s, P = np.linalg.eigh(S)
+        R = gw - Ai.T @ gu @ Ai.T
+        Y = (Q.T @ R @ P) / (1.0 + 1.0 / np.outer(p, s))
+        out = -(Q @ Y @ P.T)
+    return finite_result("gl_flow_drift", out)
 
 
 def gl_flow_drift(lambdas, k: int, A) -> np.ndarray:
