@@ -442,16 +442,18 @@ def test_charge_step_is_the_noether_identity():
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
 @pytest.mark.parametrize("sizes", [[6, 8, 3], [6, 7, 5, 3]])
 def test_written_out_backpropagation_is_autograd_bit_for_bit(activation, sizes):
-    """train_pair_grid's step takes its gradients from al._mlp_gradients, backpropagation written
+    """train_pair_grid's step takes its gradients from _mlp_gradients, backpropagation written
     out; torch.autograd's gradients of the same loss are the same numbers, bit for bit."""
     import torch
+
+    from symbreak.beyond._common import _mlp_gradients
 
     g = np.random.default_rng(3)
     R, b = 4, 9
     ws = [torch.from_numpy(g.standard_normal((R, o, i)).astype(np.float32)) for i, o in zip(sizes[:-1], sizes[1:])]
     x = torch.from_numpy(g.standard_normal((R, b, sizes[0])).astype(np.float32))
     y = torch.from_numpy(g.standard_normal((R, b, sizes[-1])).astype(np.float32))
-    got = al._mlp_gradients(torch, ws, x, y, activation)
+    got = _mlp_gradients(ws, x, y, activation)
     leaves = [w.clone().requires_grad_(True) for w in ws]
     phi = torch.relu if activation == "relu" else torch.tanh
     h = x

@@ -22,7 +22,7 @@ from ..validation import (
     check_nonnegative,
     check_positive,
 )
-from ._common import DIVERGENCE_LIMIT, _tensor, _torch
+from ._common import DIVERGENCE_LIMIT, _mlp_gradients, _tensor, _torch
 
 __all__ = [
     "kernel_alignment",
@@ -521,30 +521,6 @@ def _per_setting(name, value, g, *, positive=False):
     return np.broadcast_to(arr, (g,)).astype(float)
 
 
-def _mlp_gradients(torch, ws, x, target, activation):
-    """The gradients in the weights ``ws`` (float32 tensors, shapes ``(R, out, in)``) of the
-    minibatch loss ``0.5·((f(x) − y)²).sum(-1).mean(-1)`` summed over the ``R`` runs, ``x`` of shape
-    ``(R, b, in)``: backpropagation written out, the operations that ``torch.autograd`` runs for
-    that loss in the order it runs them (bit for bit its gradients; tested), without recording a
-    graph at every step."""
-    phi = torch.relu if activation == "relu" else torch.tanh
-    hs = [x]
-    for w in ws[:-1]:
-        hs.append(phi(hs[-1] @ w.transpose(1, 2)))
-    # the loss's backward: sum → 0.5· → mean over the b rows (÷ b) → sum over outputs → square (2·)
-    delta = (torch.tensor(0.5, dtype=x.dtype) / x.shape[1]) * (2.0 * (hs[-1] @ ws[-1].transpose(1, 2) - target))
-    grads = [None] * len(ws)
-    for i in range(len(ws) - 1, -1, -1):
-        grads[i] = (hs[i].transpose(1, 2) @ delta).transpose(1, 2)  # the matmul's backward for h @ wᵀ
-        if i:
-            delta = delta @ ws[i]
-            if activation == "relu":
-                delta = torch.ops.aten.threshold_backward(delta, hs[i], 0.0)
-            else:
-                delta = torch.ops.aten.tanh_backward(delta, hs[i])
-    return grads
-
-
 def train_pair_grid(
     Xa,
     Xb,
@@ -758,7 +734,7 @@ def train_pair_grid(
         else:
             idx = idx_blk[t % block]
             xa, xb, target = ta[idx], tb[idx], ty[idx] + noise
-        grads = _mlp_gradients(torch, wa, xa, target, activation) + _mlp_gradients(torch, wb, xb, target, activation)
+        grads = _mlp_gradients(wa, xa, target, activation) + _mlp_gradients(wb, xb, target, activation)
         for w, g in zip(wa + wb, grads):
             if any_wd:
                 g = g + wd_r * w
