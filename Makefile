@@ -129,7 +129,7 @@ BOOK_SITE ?= _build/html
 browser: $(STAMP)
 	$(BIN)/python -m pip install --quiet -r tests/browser/requirements.txt
 	@test -x "$${CHROMIUM:-/usr/bin/chromium}" || { echo "make browser needs Chromium: apt-get install -y chromium chromium-driver"; exit 1; }
-	BOOK_SITE=$(BOOK_SITE) $(BIN)/python -m pytest -m browser tests/browser -q -p no:cacheprovider -n 0
+	BOOK_SITE=$(BOOK_SITE) $(BIN)/python -m pytest -m browser tests/browser -q -p no:cacheprovider -n 2 --dist loadfile
 
 ## make pdf: the whole book as one PDF for handouts, _build/latex/symbreak-book.pdf (figures,
 ## theorems, exercises with their solutions). Installs TeX Live from Debian's packages when missing.

@@ -151,3 +151,24 @@ def phone_report(browser, base_url):
     finally:
         context.close()
     return pages
+
+
+#: The session fixtures that visit every page of the site, each about a minute on the reference
+#: machine. ``make browser`` runs the test modules side by side (pytest-xdist, ``--dist loadfile``);
+#: a fixture of session scope is set up in every worker that runs a test reading it, so all the
+#: tests that read one visit live in one module, and each visit is made once.
+_VISITS = ("desktop_visits", "phone_report")
+
+
+def pytest_collection_modifyitems(config, items):
+    homes: dict = {}
+    for item in items:
+        for visit_ in _VISITS:
+            if visit_ in getattr(item, "fixturenames", ()):
+                homes.setdefault(visit_, set()).add(item.nodeid.split("::")[0])
+    for visit_, modules in homes.items():
+        if len(modules) > 1:
+            raise pytest.UsageError(
+                f"tests in {sorted(modules)} read the session fixture {visit_!r}: keep its readers in one module, "
+                "or make browser (pytest-xdist --dist loadfile) visits the whole site once per worker"
+            )

@@ -1,55 +1,24 @@
-"""The built site in headless Chromium: what a reader sees, page by page.
+"""The built site in headless Chromium: the checks that open a page or two of their own (the layout
+checks against the theme's defaults, the column and search field at desktop widths) and those that
+read the built files.
 
 ``make browser`` runs this after ``make book``; it is excluded from ``make test`` (marker ``browser``).
+The checks of every page are in ``test_site_desktop.py`` (1400 px) and ``test_site_phone.py``
+(400 px), one module per visit of the whole site: ``make browser`` runs the modules side by side
+(pytest-xdist, ``--dist loadfile``), and each visit is made by one worker.
 """
 
 from __future__ import annotations
 
-import pathlib
 import re
 import urllib.parse
 
 import pytest
-from browser_site import EXPLORER_PAGES, INDEX_PAGES, INSPECT_JS, MATHJAX_READY_JS, SCREENSHOTS, toc_pages, visit
+from browser_site import INSPECT_JS, MATHJAX_READY_JS, toc_pages, visit
 
 pytestmark = pytest.mark.browser
 
 PAGES = toc_pages()
-
-#: Alt text that is only a file name or path (what a figure gets when nobody wrote one).
-PATH_ALT = re.compile(r"(^|/)[\w.-]+\.(png|jpe?g|svg|gif)$|^_build/|^\.\./|^/", re.I)
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_page_loads_without_errors(report, name):
-    r = report[name]
-    assert r["pageerror"] == [], f"{name}: JavaScript exceptions {r['pageerror']}"
-    assert r["console"] == [], f"{name}: console errors {r['console']}"
-    assert r["http"] == [], f"{name}: HTTP errors {r['http']}"
-    assert r["failed"] == [], f"{name}: failed requests {r['failed']}"
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_math_typesets_with_no_tex_left(report, name):
-    r = report[name]
-    assert r["mathErrors"] == [], f"{name}: MathJax errors {r['mathErrors']}"
-    assert r["tex"] == [], f"{name}: raw TeX left in the page: {r['tex'][:8]}"
-    if r["displayMath"]:
-        assert r["mathScript"] and r["typeset"] >= r["displayMath"], f"{name}: display math not typeset"
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_wide_equations_scroll_with_a_cue(report, name):
-    assert report[name]["overflow"] == [], f"{name} at 1400 px: {report[name]['overflow']}"
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_display_equations_fit_at_1400px(report, name):
-    """On a desktop no display equation needs to scroll: a wide one is split into lines (aligned).
-    The column at 1920 px is no narrower than at 1400 px (test_the_column_is_widest_on_a_desktop),
-    so this holds there too; on a phone wide equations scroll with a cue."""
-    wide = report[name]["wideMath"]
-    assert wide == [], f"{name} at 1400 px: {len(wide)} display equations wider than the column {wide}"
 
 
 def test_the_column_is_widest_on_a_desktop(browser, base_url):
@@ -96,117 +65,6 @@ def test_one_search_field_and_no_blank_top_bar_on_a_desktop(browser, base_url):
             page.close()
         finally:
             context.close()
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_formulas_paint_no_background(report, name):
-    """No formula has a painted background: inside a tinted theorem or exercise box an opaque one
-    showed as a white patch behind every inline formula."""
-    covers = report[name]["mathCovers"]
-    assert covers == [], f"{name}: {len(covers)} formulas with a background, e.g. {covers[:3]}"
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_inline_formulas_that_fit_their_line_do_not_scroll(report, phone_report, name):
-    """Only an inline formula wider than its line scrolls (and fades at its edge): MathJax's glyphs
-    overhang their box by up to ~30 px, which once marked short formulas such as |x| < 1/2 as
-    scrolling, their ends faded."""
-    for width, r in ((1400, report[name]), (400, phone_report[name])):
-        assert r["needlessScroll"] == [], f"{name} at {width} px: {r['needlessScroll'][:5]}"
-
-
-@pytest.mark.parametrize("name", PAGES + INDEX_PAGES)
-def test_page_does_not_scroll_sideways_at_400px(phone_report, name):
-    """On a phone the page body never scrolls horizontally (long API signatures, inline code, the
-    general index's two columns of long entries)."""
-    assert phone_report[name]["sideways"] is None, f"{name} at 400 px: {phone_report[name]['sideways']}"
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_nothing_is_cut_off(report, phone_report, name):
-    """No content sticks out of a box that hides it: inline math, the previous/next links, tables,
-    at 400 px and at 1400 px."""
-    assert phone_report[name]["clipped"] == [], f"{name} at 400 px: {phone_report[name]['clipped']}"
-    assert report[name]["clipped"] == [], f"{name} at 1400 px: {report[name]['clipped']}"
-
-
-@pytest.mark.parametrize("name", PAGES + INDEX_PAGES)
-def test_wide_boxes_scroll_with_a_cue_at_400px(phone_report, name):
-    """Tables, formulas (inline and display) and API signatures wider than a phone's column scroll
-    inside their own box, with a visible cue at the edges that have more."""
-    r = phone_report[name]
-    assert r["uncued"] == [], f"{name} at 400 px: {r['uncued']}"
-    assert r["overflow"] == [], f"{name} at 400 px: {r['overflow']}"
-
-
-#: Smallest text, in CSS px, that a figure may show on a 400 px phone: 8 pt (a CSS pt is 96/72 px).
-MIN_FIGURE_TEXT_PX = 8 * 96 / 72
-
-
-def figure_text_px(image: dict) -> float | None:
-    """On-screen size, in CSS px, of the smallest text of a figure image as the browser shows it.
-
-    The book's figures (symbreak.plotting's inline PNGs and symbreak.explorer's frames) declare
-    their width at 100 CSS px per figure inch, so the image's dpi is its natural width over its
-    width in inches; ``plotting.legible`` keeps every text at least ``MIN_FONT_PT`` points, scaled
-    up by the figure's width over the page width when the figure is wider than ``PAGE_WIDTH_IN``.
-    The text is that many points at the image's dpi, times the scale at which it is shown.
-    ``None`` when the image has no declared width (not a figure of the house style).
-    """
-    from symbreak import plotting
-
-    if not image["declared"] or not image["natural"]:
-        return None
-    width_in = image["declared"] / 100.0
-    dpi = image["natural"] / width_in
-    text_pt = plotting.MIN_FONT_PT / min(1.0, plotting.PAGE_WIDTH_IN / width_in)
-    return text_pt / 72.0 * dpi * image["shown"] / image["natural"]
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_figure_text_is_legible_at_400px(phone_report, name):
-    """On a phone every figure shows its smallest text at 8 pt (10.67 CSS px) or more: a wide figure
-    keeps a legible width and scrolls sideways in its own box (with a cue) instead of shrinking to
-    the column."""
-    small = []
-    for image in phone_report[name]["images"]:
-        if image["logo"] or image["shown"] == 0:  # the logo; a figure inside a folded block
-            continue
-        px = figure_text_px(image)
-        if px is None:
-            small.append((image["src"][:60], "no declared width: text size unknown"))
-        elif px < MIN_FIGURE_TEXT_PX - 1e-6:
-            small.append((image["src"][:60], f"text {px:.1f} px ({image['shown']:.0f} px wide)"))
-    assert small == [], f"{name} at 400 px: figures with text under 8 pt ({MIN_FIGURE_TEXT_PX:.2f} px) {small}"
-
-
-def test_the_figure_text_check_catches_a_shrunk_figure(browser, base_url):
-    """Scaled into the phone's column (what the theme does without the book's script and styles),
-    the multi-panel figures of the Platonic chapter show text under 8 pt and the check says so; so
-    does the figures' former minimum width (text at 8.5 px)."""
-    context = browser.new_context(viewport={"width": 400, "height": 860})
-    try:
-        page, _ = visit(context, f"{base_url}/book/platonic/experiments.html")
-        images = [i for i in page.evaluate(INSPECT_JS)["images"] if not i["logo"] and i["shown"]]
-        assert images and all(figure_text_px(i) >= MIN_FIGURE_TEXT_PX - 1e-6 for i in images)
-        page.evaluate(  # the minimum widths of the former target, text at 8.5 px
-            "() => document.querySelectorAll('.bd-article img[data-legible]').forEach(i => i.style.minWidth ="
-            " Math.ceil(8.5 / (8 / 72 * 100) * Math.min(parseFloat(i.style.width), 750)) + 'px')"
-        )
-        former = [figure_text_px(i) for i in page.evaluate(INSPECT_JS)["images"] if not i["logo"] and i["shown"]]
-        assert sum(px < MIN_FIGURE_TEXT_PX for px in former) >= 3, former
-        page.add_style_tag(content=".bd-article img { min-width: 0 !important; }")
-        shrunk = [figure_text_px(i) for i in page.evaluate(INSPECT_JS)["images"] if not i["logo"] and i["shown"]]
-        assert sum(px < MIN_FIGURE_TEXT_PX for px in shrunk) >= 3, shrunk
-        page.close()
-    finally:
-        context.close()
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_punctuation_stays_with_inline_math_at_400px(phone_report, name):
-    """At 400 px no full stop or comma after an inline formula starts a line on its own."""
-    assert phone_report[name]["orphanPunct"] == [], f"{name} at 400 px: {phone_report[name]['orphanPunct']}"
 
 
 def test_the_layout_checks_catch_the_theme_defaults(browser, base_url):
@@ -290,48 +148,6 @@ def test_the_tex_check_catches_leaked_tex(browser, base_url):
         context.close()
 
 
-@pytest.mark.parametrize("name", PAGES)
-def test_images_load(report, name):
-    broken = [i["src"] for i in report[name]["images"] if not i["ok"]]
-    assert broken == [], f"{name}: images that did not load {broken}"
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_images_have_meaningful_alt_text(report, name):
-    bad = [
-        (i["src"][:60], i["alt"])
-        for i in report[name]["images"]
-        if not i["logo"] and (not (i["alt"] or "").strip() or PATH_ALT.search((i["alt"] or "").strip()))
-    ]
-    assert bad == [], f"{name}: images whose alt text is empty or a file path {bad}"
-
-
-def _ids(path: pathlib.Path, cache={}) -> set[str]:  # noqa: B006 - a per-run cache of parsed pages
-    if path not in cache:
-        cache[path] = set(re.findall(r'\bid="([^"]+)"', path.read_text(errors="replace")))
-    return cache[path]
-
-
-@pytest.mark.parametrize("name", PAGES)
-def test_internal_links_resolve(report, site, name):
-    here = site / (name + ".html")
-    broken = []
-    for href in set(report[name]["links"]):
-        parts = urllib.parse.urlsplit(href)
-        if parts.scheme or parts.netloc or href.startswith(("mailto:", "javascript:")):
-            continue  # external: not part of the offline site
-        target = here if not parts.path else (here.parent / urllib.parse.unquote(parts.path)).resolve()
-        if target.is_dir():
-            target = target / "index.html"
-        if not target.is_file() or site not in target.parents and target != site:
-            broken.append(href)
-            continue
-        frag = urllib.parse.unquote(parts.fragment)
-        if frag and target.suffix == ".html" and frag not in _ids(target):
-            broken.append(href)
-    assert sorted(broken) == [], f"{name}: internal links that lead nowhere {sorted(broken)}"
-
-
 #: A printed NumPy array (``[0.665 0.594 0.685]``) and float noise (``0.30000000000000004``).
 NUMPY_ARRAY = re.compile(r"\[\s*-?\d*\.?\d+(?:e[-+]?\d+)?(?:\s+-?\d*\.?\d+(?:e[-+]?\d+)?)+\s*\]")
 FLOAT_NOISE = re.compile(r"\d\.\d*(?:0{6,}|9{6,})\d")
@@ -392,81 +208,3 @@ def test_page_sizes_under_3_mb(site):
     print("page sizes with their figures (kB):", {k: v // 1000 for k, v in sizes.items()})
     too_big = {k: v for k, v in sizes.items() if v > 3_000_000}
     assert too_big == {}, f"pages over 3 MB: {too_big}"
-
-
-def test_solutions_open_in_place(report):
-    """Clicking an exercise solution's title opens it where it is (the clicks are made in the
-    desktop visits, after the page script has read the page)."""
-    pages = [name for name in PAGES if report[name]["solutions"]]
-    assert pages, "no page with exercise solutions found"
-    failures = [f"{name} {f}" for name in pages for f in report[name]["solutionClicks"]]
-    assert failures == []
-
-
-def test_every_explorer_moves(browser, base_url, report):
-    with_explorer = {name for name in PAGES if report[name]["explorers"]}
-    assert EXPLORER_PAGES <= with_explorer, (
-        f"pages without a working explorer: {sorted(EXPLORER_PAGES - with_explorer)}"
-    )
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    try:
-        for name in sorted(with_explorer):
-            page, _ = visit(context, f"{base_url}/{name}.html")
-            explorers = page.locator(".symbreak-explorer")
-            for e in range(explorers.count()):
-                ex = explorers.nth(e)
-                img = ex.locator("img")
-                sliders = ex.locator("input[type=range]")
-                assert sliders.count() >= 1, f"{name}: explorer {e + 1} has no slider"
-                for s in range(sliders.count()):
-                    slider = sliders.nth(s)
-                    if slider.get_attribute("max") == "0":
-                        continue
-                    before = (
-                        img.get_attribute("src"),
-                        img.get_attribute("alt"),
-                        slider.evaluate("e => e.nextElementSibling.textContent"),
-                    )
-                    slider.scroll_into_view_if_needed()
-                    slider.focus()
-                    page.keyboard.press("End" if slider.input_value() == "0" else "Home")
-                    after = (
-                        img.get_attribute("src"),
-                        img.get_attribute("alt"),
-                        slider.evaluate("e => e.nextElementSibling.textContent"),
-                    )
-                    assert after[0] != before[0], (
-                        f"{name}: slider {s + 1} of explorer {e + 1} does not change the figure"
-                    )
-                    assert after[1] != before[1] and after[2] != before[2], (
-                        f"{name}: alt text / value label not updated"
-                    )
-                    assert img.evaluate("i => i.complete && i.naturalWidth > 0"), f"{name}: new frame did not load"
-            page.close()
-    finally:
-        context.close()
-
-
-def test_screenshots_at_400px(phone_report):
-    """A phone-width screenshot of every page, for CI's artifacts (``_build/screenshots/``; taken
-    in the phone visits)."""
-    written = [SCREENSHOTS / (name.replace("/", "--") + ".png") for name in PAGES]
-    assert all(p.is_file() and p.stat().st_size > 5_000 for p in written)
-    print(f"{len(written)} screenshots in {SCREENSHOTS}")
-
-
-def test_site_reads_with_the_network_blocked(desktop_visits):
-    """The desktop visits refuse every request to anything but the local server: no page asked for
-    one, and math still typeset everywhere, the explorers' images loaded, nothing failed."""
-    report, outside = desktop_visits
-    problems = []
-    for name in PAGES:
-        r, off = report[name], report[name]["offline"]
-        if off["math"] and off["typeset"] < off["math"]:
-            problems.append(f"{name}: {off['typeset']} of {off['math']} formulas typeset offline")
-        if r["console"] or r["pageerror"]:
-            problems.append(f"{name}: errors offline {r['console'] + r['pageerror']}")
-        if r["explorers"] and not off["explorerImage"]:
-            problems.append(f"{name}: explorer image missing offline")
-    assert outside == [], f"the site asked other servers for {sorted(set(outside))[:10]}"
-    assert problems == []
