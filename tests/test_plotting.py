@@ -172,3 +172,19 @@ def test_show_live_displays_only_in_a_notebook_session_kernel(monkeypatch):
     plotting.show_live(fig)
     assert shown == [fig]
     plt.close(fig)
+
+
+def test_place_legends_leaves_a_figure_without_legends_untouched(monkeypatch):
+    """No legend, nothing to place: no layout pass (a third of a draw, on every figure of the book
+    that has no legend), the figure returned as it came."""
+    fig, ax = plt.subplots(layout="constrained")
+    ax.plot([0, 1], [0, 1], label="hidden")
+    ax.legend().set_visible(False)
+    calls = []
+    monkeypatch.setattr(plotting, "_laid_out_renderer", lambda f: calls.append(f))
+    monkeypatch.setattr(plotting, "_drawn_renderer", lambda f: calls.append(f))
+    assert plotting.place_legends(fig) is fig and calls == []
+    ax.get_legend().set_visible(True)
+    monkeypatch.undo()
+    assert plotting.place_legends(fig) is fig  # a visible legend is measured and placed as before
+    plt.close(fig)

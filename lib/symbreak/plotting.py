@@ -273,12 +273,15 @@ def place_legends(fig):
     goes outside, centred below the axes and their tick and axis labels (constrained layout makes
     room), so that the panels of a strip keep their widths. Returns ``fig``.
 
-    A figure with a layout engine is only laid out to measure (any later render lays it out again,
+    A figure with no visible axes legend is returned untouched, nothing measured. Otherwise a
+    figure with a layout engine is only laid out to measure (any later render lays it out again,
     so its pixels are not reused); a figure without one is drawn on its canvas, whose pixels then
     show the figure as placed (the explorer encodes its frames from them).
     """
     from matplotlib.layout_engine import PlaceHolderLayoutEngine
 
+    if not any(ax.get_legend() is not None and ax.get_legend().get_visible() for ax in fig.axes):
+        return fig  # no legend to place: nothing to measure (a layout pass saved, a third of a draw)
     engine = fig.get_layout_engine()
     measure_only = engine is not None and not isinstance(engine, PlaceHolderLayoutEngine)
     measure = _laid_out_renderer if measure_only else _drawn_renderer
