@@ -93,3 +93,14 @@ def test_only_the_groups_asked_for_run_in_the_order_of_groups(monkeypatch):
     pc.precompile(1, groups="platonic-f32")
     assert ran == ["platonic-f32"]
     assert set(pc.BOOK_GROUPS) < set(pc.GROUPS) and not any(g.endswith("f32") for g in pc.BOOK_GROUPS)
+
+
+@pytest.mark.parametrize("argv, groups", [([], pc.GROUPS), (["--book"], pc.BOOK_GROUPS)])
+def test_the_command_line_compiles_every_group_or_the_books(monkeypatch, capsys, argv, groups):
+    """``python -m symbreak.precompile`` compiles every group; ``--book`` (what a Binder image's
+    postBuild runs) only the kernels of the book's pages."""
+    asked = []
+    monkeypatch.setattr(pc, "precompile", lambda jobs, *, groups: asked.append((jobs, groups)) or 1.5)
+    pc.main(["--jobs", "2", *argv])
+    assert asked == [(2, groups)]
+    assert "numba kernels compiled or loaded from the cache in 1.5 s" in capsys.readouterr().out

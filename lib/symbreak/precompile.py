@@ -165,7 +165,8 @@ def precompile(jobs: int = 2, *, groups=GROUPS, timeout: float = 600.0) -> float
 
 
 def main(argv=None) -> None:
-    """``python -m symbreak.precompile [--jobs N]``: compile every kernel, print the seconds taken."""
+    """``python -m symbreak.precompile [--jobs N] [--book]``: compile the kernels (every group, or
+    with ``--book`` those of :data:`BOOK_GROUPS`, the book's pages), print the seconds taken."""
     import argparse
 
     parser = argparse.ArgumentParser(
@@ -173,8 +174,11 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--jobs", type=int, default=2, choices=range(1, len(GROUPS) + 1),
                         help=f"processes at a time, 1 to {len(GROUPS)} (default 2)")  # fmt: skip
+    parser.add_argument("--book", action="store_true",
+                        help=f"only the kernels the book's pages use: {', '.join(BOOK_GROUPS)}")  # fmt: skip
     args = parser.parse_args(argv)
-    print(f"numba kernels compiled or loaded from the cache in {precompile(args.jobs):.1f} s")
+    seconds = precompile(args.jobs, groups=BOOK_GROUPS if args.book else GROUPS)
+    print(f"numba kernels compiled or loaded from the cache in {seconds:.1f} s")
 
 
 if __name__ == "__main__":  # pragma: no cover
