@@ -168,3 +168,21 @@ def test_variants_weight_decay_pulls_the_charge_back():
 def test_variants_reject_bad_input(kw, name):
     with pytest.raises(ValueError, match=name):
         ae.simulate_sgd_variants(LAM, K, 0.01, 32, 10, **kw)
+
+
+@pytest.mark.parametrize(
+    "singular_values",
+    [[1.0, 1e-3, 1e-6], [1e-80, 1.2e-80, 0.9e-80], [1e3, 1.1e3, 0.9e3]],
+    ids=["cond-1e6", "tiny", "large"],
+)
+def test_gl_flow_drift_refuses_a_point_float64_cannot_resolve(singular_values):
+    """Far from the book's scales the blocks' small eigenvalues are lost in float64 (80-digit
+    arithmetic puts the drift off by 33% to 22 times its size at a condition number of 1e6, and at
+    exactly 0 for A of size 1e-80): a ValueError naming the charge identity, not a wrong drift."""
+    g = make_rng(5)
+    U, V = np.linalg.qr(g.standard_normal((3, 3)))[0], np.linalg.qr(g.standard_normal((3, 3)))[0]
+    A = U @ np.diag(singular_values) @ V.T
+    lam = np.array([3.0, 2.0, 1.5, 1.0, 0.5, 0.2])
+    with pytest.raises(ValueError, match="charge identity"):
+        ae.gl_flow_drift(lam, 3, A)
+    ae.gl_flow_drift(lam, 3, U @ np.diag([1.0, 0.5, 0.2]) @ V.T)  # a well-conditioned point is fine

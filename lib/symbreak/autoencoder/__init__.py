@@ -44,7 +44,7 @@ the rest needs only the core dependencies.
 
 from __future__ import annotations
 
-from ._common import DIVERGENCE_LIMIT, GL_FLOW_MAX_TAU
+from ._common import DIVERGENCE_LIMIT, GL_DRIFT_RTOL, GL_FLOW_MAX_TAU
 from .charge import (
     charge_increment,
     charge_increments_along_sgd,
@@ -162,5 +162,6 @@ __all__ = [
     "simulate_sgd",
     "simulate_sgd_grid",
     "DIVERGENCE_LIMIT",
+    "GL_DRIFT_RTOL",
     "GL_FLOW_MAX_TAU",
 ]

@@ -13,7 +13,7 @@ from ..validation import (
     check_positive_array,
 )
 
-__all__ = ["DIVERGENCE_LIMIT", "GL_FLOW_MAX_TAU"]
+__all__ = ["DIVERGENCE_LIMIT", "GL_DRIFT_RTOL", "GL_FLOW_MAX_TAU"]
 
 
 #: Largest dimension or width accepted (matrices of this size already need gigabytes).
@@ -24,6 +24,15 @@ DIVERGENCE_LIMIT = 1e6
 
 #: Longest slow time :func:`gl_flow` integrates (about a second of work per decade beyond 1e8).
 GL_FLOW_MAX_TAU = 1e10
+
+#: The largest relative miss of the charge identity (Eq. 5) that :func:`gl_flow_drift` accepts: an
+#: A for which float64 cannot resolve the drift better is refused. A well-conditioned A of the
+#: book's scales misses it by 1e-15 to 1e-10. Checked against 80-digit arithmetic (k = 3): the
+#: drifts accepted at condition numbers up to 1e4 and singular values up to 100 were within 1.4e-5
+#: of the exact one; those refused, at condition numbers from 1e5 or singular values from 300, were
+#: off by 7.5e-7 to 22 times their size. Tiny A is refused from singular values of about 1e-78, where
+#: a product underflows and the drift would come out exactly 0.
+GL_DRIFT_RTOL = 1e-7
 
 
 # --------------------------------------------------------------------------------------------

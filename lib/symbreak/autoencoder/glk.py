@@ -19,7 +19,7 @@ from ..validation import (
     check_positive,
     finite_result,
 )
-from ._common import DIVERGENCE_LIMIT, GL_FLOW_MAX_TAU, _spectrum, _undercomplete_k
+from ._common import DIVERGENCE_LIMIT, GL_DRIFT_RTOL, GL_FLOW_MAX_TAU, _spectrum, _undercomplete_k
 from .scale import lambert_scale
 
 __all__ = ["gl_flow_drift", "gl_flow", "polar_rotation", "charge_noise_std", "simulate_sgd_variants"]
@@ -38,7 +38,8 @@ def _gl_check(lambdas, k, A):
 
 
 def _gl_drift(lam, k, A):
-    # on inputs extreme in scale the products overflow: a ValueError (finite_result), never a NaN
+    # on inputs extreme in scale the products overflow or the eigenvalues are lost: a ValueError
+    # (finite_result, or the charge identity below), never a NaN or a silently wrong drift
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         # Every out-of-subspace block H_j (B.77) is symmetric, so its Lyapunov equation
         # H X + X H = Σ_j is solved by H's eigendecomposition H = V diag(h) Vᵀ:
@@ -48,12 +49,12 @@ def _gl_drift(lam, k, A):
         Ai = np.linalg.inv(A)
         M = (Ai * lp) @ Ai.T  # A⁻¹ Λ₊ A⁻ᵀ
         S = A.T @ A
-        eye = np.arange(k)
+        idx = np.arange(k)
         H = np.zeros((lo.size, 2 * k, 2 * k))
         H[:, :k, :k] = M
         H[:, k:, k:] = lo[:, None, None] * S
-        H[:, eye, k + eye] = -lo[:, None]
-        H[:, k + eye, eye] = -lo[:, None]
+        H[:, idx, k + idx] = -lo[:, None]
+        H[:, k + idx, idx] = -lo[:, None]
         h, V = np.linalg.eigh(H)
         V1, V2 = V[:, :k, :], V[:, k:, :]  # Σ_j = λ_j M on the decoder's rows only: Vᵀ Σ_j V = λ_j V₁ᵀ M V₁
         T = lo[:, None, None] * (V1.transpose(0, 2, 1) @ M @ V1) / (h[:, :, None] + h[:, None, :])
@@ -68,7 +69,22 @@ def _gl_drift(lam, k, A):
         R = gw - Ai.T @ gu @ Ai.T
         Y = (Q.T @ R @ P) / (1.0 + 1.0 / np.outer(p, s))
         out = -(Q @ Y @ P.T)
-    return finite_result("gl_flow_drift", out)
+        # the one exact relation the drift obeys, the charge's (Eq. 5): d(S − S⁻¹)/dτ = A⁻¹ C A⁻ᵀ with
+        # S = AᵀA, C = (Σ_{j>k} λ_j) Λ₊. Far from the PCA point's usual scales (A ill-conditioned, or
+        # large) float64 cannot resolve the blocks' small eigenvalues, and the drift is refused.
+        finite_result("gl_flow_drift", out)
+        Si = np.linalg.inv(S)
+        dS = out.T @ A + A.T @ out
+        want = (Ai * (lp * lo.sum())) @ Ai.T
+        miss = np.abs(dS + Si @ dS @ Si - want).max() / np.abs(want).max()
+        if not miss <= GL_DRIFT_RTOL:
+            sv = np.linalg.svd(A, compute_uv=False)
+            raise ValueError(
+                f"gl_flow_drift: A is too ill-conditioned or extreme in scale for float64 (singular values "
+                f"{sv[-1]:.3g} to {sv[0]:.3g}): the drift misses the charge identity of Eq. 5 by {miss:.2g} "
+                f"of its size (at most {GL_DRIFT_RTOL:g} is accepted)"
+            )
+    return out
 
 
 def gl_flow_drift(lambdas, k: int, A) -> np.ndarray:
@@ -103,7 +119,9 @@ def gl_flow_drift(lambdas, k: int, A) -> np.ndarray:
     Raises
     ------
     ValueError
-        If ``A`` is not an invertible ``k × k`` matrix, or the spectrum has no gap at ``k``.
+        If ``A`` is not an invertible ``k × k`` matrix, or the spectrum has no gap at ``k``; or if
+        float64 cannot resolve the drift at ``A`` (an ``A`` ill-conditioned or extreme in scale: the
+        drift misses the charge identity above by more than :data:`GL_DRIFT_RTOL` of its size).
     """
     lam, k, A = _gl_check(lambdas, k, A)
     return _gl_drift(lam, k, A)
