@@ -160,14 +160,15 @@ def _rgba(fig, dpi: float, *, fresh: bool):
     ``fresh`` figure gets the same placing draw first; a figure that ``draw`` updated in place was
     placed by the previous frame's render already, so one draw does (half the cost per frame). A
     figure without a layout engine (:func:`_lays_out`) that is already drawn at ``dpi`` on an Agg canvas and unchanged
-    since (``_drawn`` places the legends with a draw at the frame's resolution) is not drawn again.
+    since (``_drawn`` places the legends, of a figure that has any, with a draw at the frame's
+    resolution) is not drawn again.
     """
     import numpy as np
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     if (
         isinstance(fig.canvas, FigureCanvasAgg) and not _lays_out(fig) and not fig.stale and fig.dpi == dpi
-    ):  # drawn at this resolution (by place_legends, see _drawn) and unchanged since: its pixels
+    ):  # drawn at this resolution (by place_legends if it has legends, see _drawn), unchanged since: its pixels
         return np.array(fig.canvas.buffer_rgba())
     old_canvas, old_dpi = fig.canvas, fig.dpi
     canvas = FigureCanvasAgg(fig)  # also for figures closed in pyplot or made by another backend
@@ -203,7 +204,7 @@ def _svg_bytes(fig) -> bytes:
 def _drawn(draw, grid, dpi=None):
     """Yield ``(key, figure, fresh)`` for every grid point; ``fresh`` is ``False`` when ``draw``
     returned a figure it had returned before (updated in place: it must be encoded before the next
-    point is drawn). With ``dpi``, the legends are placed by a draw at that resolution, which
+    point is drawn). With ``dpi``, the legends (if any) are placed by a draw at that resolution, which
     ``_rgba`` reuses for a figure without a layout engine (one render per frame instead of three);
     the figure's own resolution is restored when the next point is drawn."""
     import matplotlib.pyplot as plt

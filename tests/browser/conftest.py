@@ -1,7 +1,9 @@
 """Fixtures of the browser suite: the built site served on localhost, headless Chromium, and one
 visit of every page whose findings the tests read.
 
-Run with ``make browser`` (after ``make book``), or ``pytest -m browser tests/browser``.
+Run with ``make browser`` (after ``make book``), or ``pytest -m browser tests/browser -n 2 --dist
+loadfile`` (another distribution, such as the project's default ``--dist worksteal``, makes every
+worker visit the whole site).
 ``BOOK_SITE`` names the built site (default ``_build/html``); ``CHROMIUM`` the browser binary
 (default ``/usr/bin/chromium``, Debian's package). The suite never downloads a browser.
 """
@@ -105,9 +107,10 @@ def _click_solutions(page) -> list[str]:
 def desktop_visits(browser, base_url) -> tuple[dict, list]:
     """Every page of the table of contents visited once at 1400 px, with every request to anything
     but the local server refused (the site must read offline): per page, what the page script
-    found, the errors on the way, the formulas typeset against those in the page, whether the
-    first explorer's image loaded, and, after all that was read, what clicking each exercise
-    solution did. Returns the pages and the URLs of the refused requests."""
+    found, the formulas typeset against those in the page, whether the first explorer's image
+    loaded, and, after all that was read, what clicking each exercise solution did; and the errors
+    (console, page, failed requests, HTTP) from the page's load until it was closed, the clicks
+    included. Returns the pages and the URLs of the refused requests."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     outside: list = []
     context.route("**/*", _local_only(outside))
@@ -160,6 +163,10 @@ def phone_report(browser, base_url):
 _VISITS = ("desktop_visits", "phone_report")
 
 
+#: Tests that read a visit also read from another module, with the message their setup fails with.
+_MISPLACED: dict = {}
+
+
 def pytest_collection_modifyitems(config, items):
     homes: dict = {}
     for item in items:
@@ -168,7 +175,17 @@ def pytest_collection_modifyitems(config, items):
                 homes.setdefault(visit_, set()).add(item.nodeid.split("::")[0])
     for visit_, modules in homes.items():
         if len(modules) > 1:
-            raise pytest.UsageError(
+            message = (
                 f"tests in {sorted(modules)} read the session fixture {visit_!r}: keep its readers in one module, "
                 "or make browser (pytest-xdist --dist loadfile) visits the whole site once per worker"
             )
+            for item in items:
+                if visit_ in getattr(item, "fixturenames", ()):
+                    _MISPLACED[item.nodeid] = message
+
+
+def pytest_runtest_setup(item):
+    """A test that reads a visit from a second module fails, before any visit, with the reason
+    (raised at collection instead, the error would be lost inside an xdist worker's crash report)."""
+    if item.nodeid in _MISPLACED:
+        pytest.fail(_MISPLACED[item.nodeid], pytrace=False)

@@ -646,8 +646,8 @@ def train_pair_grid(
     seeds3 = make_rng(seed).integers(0, 2**31, size=3)
     tile = np.tile(np.arange(s_count), g_count)  # replica r = g·S + s runs seed s
 
-    def f32(a, requires_grad=False):
-        return torch.from_numpy(np.array(a, dtype=np.float32, order="C")).requires_grad_(requires_grad)
+    def f32(a):
+        return torch.from_numpy(np.array(a, dtype=np.float32, order="C"))
 
     init_a = [w[tile] for w in init_mlp(sizes["sizes_a"], s_count, seed=int(seeds3[0]))]
     init_b = [w[tile] for w in init_mlp(sizes["sizes_b"], s_count, seed=int(seeds3[1]))]
