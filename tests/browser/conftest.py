@@ -121,7 +121,10 @@ def desktop_visits(browser, base_url) -> tuple[dict, list]:
             found = page.evaluate(INSPECT_JS)
             found.update(events)
             found["offline"] = page.evaluate(OFFLINE_JS)
-            found["solutionClicks"] = _click_solutions(page) if found["solutions"] else []
+            try:  # a browser error here fails test_solutions_open_in_place, not every desktop check
+                found["solutionClicks"] = _click_solutions(page) if found["solutions"] else []
+            except Exception as exc:  # noqa: BLE001 - reported by the test that reads it
+                found["solutionClicks"] = [f"clicking the solutions raised {exc!r}"]
             pages[name] = found
             page.close()
     finally:
@@ -149,7 +152,11 @@ def phone_report(browser, base_url):
             page, _ = visit(context, f"{base_url}/{name}.html")
             pages[name] = page.evaluate(INSPECT_JS)
             if name in toc:
-                page.screenshot(path=str(SCREENSHOTS / (name.replace("/", "--") + ".png")), full_page=True)
+                path = SCREENSHOTS / (name.replace("/", "--") + ".png")
+                try:  # a failed screenshot fails test_screenshots_at_400px (no file), not every phone check
+                    page.screenshot(path=str(path), full_page=True)
+                except Exception:  # noqa: BLE001
+                    path.unlink(missing_ok=True)
             page.close()
     finally:
         context.close()
