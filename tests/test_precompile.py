@@ -1,5 +1,6 @@
 """Tests of ``symbreak.precompile``: the kernels compiled ahead into numba's disk cache."""
 
+import ast
 import json
 import subprocess
 import sys
@@ -51,6 +52,7 @@ _KERNELS = {
 }
 
 _STATS = """
+import ast
 import json
 from symbreak.precompile import compile_kernels
 compile_kernels("all")
@@ -75,24 +77,35 @@ def test_precompile_leaves_every_kernel_in_the_disk_cache():
         assert hits >= n, (name, stats[name])
 
 
-def test_only_the_groups_asked_for_run_in_the_order_of_groups(monkeypatch):
-    """``groups`` picks which processes start, slowest first; the book's are the float64 ones."""
+def test_the_groups_asked_for_are_dealt_to_the_processes_slowest_first(monkeypatch):
+    """``groups`` picks which groups compile, each exactly once; they are dealt to at most ``jobs``
+    processes, the slowest first to the least loaded, and a process compiles its groups in the order
+    of GROUPS. The book's groups are the float64 ones."""
     ran = []
 
     def fake_run(cmd, **kwargs):
-        ran.append(cmd[-1].split("compile_kernels(")[1].rstrip(")").strip("'"))
+        ran.append(ast.literal_eval(cmd[-1].split("for g in ")[1].split(":")[0]))  # the bundle: a tuple of names
         return subprocess.CompletedProcess(cmd, 0, "", "")
 
     monkeypatch.setattr(pc.subprocess, "run", fake_run)
     pc.precompile(1, groups=("others", "autoencoder-f64"))
-    assert ran == ["autoencoder-f64", "others"]
+    assert ran == [("autoencoder-f64", "others")]
     ran.clear()
-    pc.precompile(1, groups=pc.BOOK_GROUPS)
-    assert ran == ["autoencoder-f64", "platonic-f64", "others"]
+    pc.precompile(2, groups=pc.GROUPS)  # 25 + 14 and 20 + 18 + 4 seconds
+    assert sorted(ran) == [("autoencoder-f32", "platonic-f32"), ("autoencoder-f64", "platonic-f64", "others")]
     ran.clear()
-    pc.precompile(1, groups="platonic-f32")
-    assert ran == ["platonic-f32"]
+    pc.precompile(5, groups=pc.BOOK_GROUPS)
+    assert sorted(ran) == [("autoencoder-f64",), ("others",), ("platonic-f64",)]
+    ran.clear()
+    pc.precompile(2, groups="platonic-f32")
+    assert ran == [("platonic-f32",)]
     assert set(pc.BOOK_GROUPS) < set(pc.GROUPS) and not any(g.endswith("f32") for g in pc.BOOK_GROUPS)
+
+
+def test_a_failing_process_names_its_groups(monkeypatch):
+    monkeypatch.setattr(pc.subprocess, "run", lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1, "", "boom"))
+    with pytest.raises(RuntimeError, match="'autoencoder-f64' and 'others' failed:\\nboom"):
+        pc.precompile(1, groups=("others", "autoencoder-f64"))
 
 
 @pytest.mark.parametrize("argv, groups", [([], pc.GROUPS), (["--book"], pc.BOOK_GROUPS)])
