@@ -31,7 +31,7 @@ from .validation import check_choice, check_int, check_positive
 __all__ = ["BOOK_GROUPS", "GROUPS", "compile_kernels", "precompile"]
 
 #: The groups of kernels, the slowest first (on the reference machine, 4 December 2026, about 25, 20,
-#: 18, 14 and 4 s each, :data:`_COST`; two processes finish them all in about 41 s).
+#: 18, 14 and 4 s each; two processes finish them all in about 42 s).
 GROUPS = ("autoencoder-f32", "autoencoder-f64", "platonic-f64", "platonic-f32", "others")
 #: Each group's compile time in seconds on the reference machine (the bundling of :func:`precompile`).
 _COST = {"autoencoder-f32": 25.0, "autoencoder-f64": 20.0, "platonic-f64": 18.0, "platonic-f32": 14.0, "others": 4.0}
@@ -111,7 +111,7 @@ BOOK_GROUPS = ("autoencoder-f64", "platonic-f64", "others")
 
 def _bundles(groups, jobs: int) -> list:
     """The ``groups`` dealt to at most ``jobs`` processes, the slowest first, each to the process with
-    the least work so far (:data:`_COST`); within a process in the order of :data:`GROUPS`."""
+    the least work so far (``_COST``); within a process in the order of :data:`GROUPS`."""
     bundles: list = [[] for _ in range(min(jobs, len(groups)))]
     load = [0.0] * len(bundles)
     for g in sorted(groups, key=lambda g: (-_COST[g], GROUPS.index(g))):
