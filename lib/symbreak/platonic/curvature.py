@@ -133,7 +133,14 @@ def gradient_flow(
 
     # the same LSODA steps as scipy's solve_ivp, with a work bound and a check of every state
     ys = solve_ivp_bounded(
-        counted, t_end, _flatten(ws).ravel(), times, method="LSODA", rtol=rtol, atol=atol, what="gradient_flow",
+        counted,
+        t_end,
+        _flatten(ws).ravel(),
+        times,
+        method="LSODA",
+        rtol=rtol,
+        atol=atol,
+        what="gradient_flow",
         jac=jac,
     ).T
     recs = [_record(net, task, _unflatten(ys[:, k].reshape(r, -1), shapes)) for k in range(times.size)]
@@ -211,8 +218,13 @@ def flow_to_minimum(
         runs[0].steps,
         *(np.concatenate([getattr(x, a) for x in runs], axis=1) for a in ("kernels", "loss", "entropy")),
         [np.concatenate([x.weights[k] for x in runs]) for k in range(net.depth)],
-        params=dict(method="flow", t_end=horizon, doublings=j, nfev=sum(x.params["nfev"] for x in runs),
-                    njev=sum(x.params["njev"] for x in runs)),
+        params=dict(
+            method="flow",
+            t_end=horizon,
+            doublings=j,
+            nfev=sum(x.params["nfev"] for x in runs),
+            njev=sum(x.params["njev"] for x in runs),
+        ),
     )
 
 
