@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -91,10 +92,26 @@ def test_every_fence_is_closed_before_the_next_directive_opens():
     assert not bad, f"unclosed fences: {bad}"
 
 
+def pages_with_code() -> list[pathlib.Path]:
+    """The pages with at least one code cell (the others have nothing for a kernel to run)."""
+    return [p for p in book_pages() if re.search(r"^`{3,}\{code-cell\}", p.read_text(), re.M)]
+
+
+def test_pages_without_code_cells_are_prose_only():
+    """The pages left out of the execution test hold no code cell in any form jupytext reads."""
+    import jupytext
+
+    prose = sorted(set(book_pages()) - set(pages_with_code()))
+    assert prose, "every page has code: the filter below is dead"
+    for page in prose:
+        assert not [c for c in jupytext.read(page).cells if c.cell_type == "code"], page
+
+
 @pytest.mark.book
-@pytest.mark.parametrize("page", book_pages(), ids=lambda p: str(p.relative_to(BOOK)))
+@pytest.mark.parametrize("page", pages_with_code(), ids=lambda p: str(p.relative_to(BOOK)))
 def test_page_executes_in_quick_mode(page, monkeypatch, tmp_path):
-    """Execute the page top to bottom in quick mode; any cell error fails the test."""
+    """Execute the page top to bottom in quick mode; any cell error fails the test. (A page without
+    code cells starts no kernel: :func:`test_pages_without_code_cells_are_prose_only`.)"""
     import jupytext
     import nbclient
 
