@@ -259,19 +259,31 @@ def minimize_entropy_on_orbit(
     x0 = np.concatenate([np.eye(d).ravel() for d in sizes])
 
     def transform(w0, v):
-        w = w0
+        # symmetry_transform's operations, without its validation at every evaluation of BFGS (a
+        # third of the search's time): a singular T_k fails np.linalg.solve, a non-finite point below
+        w = list(w0)
         for j, k in enumerate(layers):
-            w = symmetry_transform(w, k, v[offs[j] : offs[j + 1]].reshape(sizes[j], sizes[j]))
+            t = v[offs[j] : offs[j + 1]].reshape(sizes[j], sizes[j])
+            w[k] = w[k] @ t
+            w[k - 1] = np.linalg.solve(t, w[k - 1])
         return w
 
     def fun(v, w0):
+        # entropy_term and entropy_gradient, without their validation at every evaluation
         w = transform(w0, v)
-        g = entropy_gradient(net, task, w)
+        w1 = [a[None] for a in w]
+        s_val = float(_entropy_terms(net, task, w1).sum())
+        g_s = _entropy_and_loss_gradients(net, task, w1, 1.0)
+        g_l = _entropy_and_loss_gradients(net, task, w1, 0.0)
+        g = [(a - b)[0] for a, b in zip(g_s, g_l)]
         grad = []
         for j, k in enumerate(layers):
             t = v[offs[j] : offs[j + 1]].reshape(sizes[j], sizes[j])
             grad.append(np.linalg.solve(t.T, w[k].T @ g[k] - g[k - 1] @ w[k - 1].T).ravel())
-        return entropy_term(net, task, w), np.concatenate(grad)
+        grad = np.concatenate(grad)
+        if not (np.isfinite(s_val) and np.all(np.isfinite(grad))):
+            raise ValueError("minimize_entropy_on_orbit: S or its gradient left the float64 range on the orbit")
+        return s_val, grad
 
     w = [a[0] for a in ws]
     nit = 0
@@ -279,11 +291,11 @@ def minimize_entropy_on_orbit(
         res = scipy.optimize.minimize(
             fun, x0, args=(w,), jac=True, method="BFGS", options=dict(gtol=gtol, maxiter=maxiter)
         )
-        w = transform(w, res.x)
+        w = finite_result("minimize_entropy_on_orbit", transform(w, res.x))
         nit += res.nit
     res.nit = nit
     return w, res
 
 
 # names from later modules of this package, imported last so that the import cycle resolves
-from .population import entropy_gradient, entropy_term  # noqa: E402
+from .population import _entropy_and_loss_gradients, _entropy_terms  # noqa: E402

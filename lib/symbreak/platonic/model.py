@@ -88,6 +88,8 @@ class Task:
         object.__setattr__(self, "v_star", v)
         object.__setattr__(self, "sigma_x", sx)
         object.__setattr__(self, "sigma_eps", se)
+        # rank V*, computed once (check_task reads it at every call of the chapter's functions)
+        object.__setattr__(self, "_rank", int(np.linalg.matrix_rank(v)))
 
     @property
     def n(self) -> int:
@@ -102,7 +104,7 @@ class Task:
     @property
     def rank(self) -> int:
         """``rank V*``: the smallest width a network needs to reach a global minimum."""
-        return int(np.linalg.matrix_rank(self.v_star))
+        return self._rank
 
     @property
     def noise_free(self) -> bool:

@@ -146,16 +146,21 @@ def entropy_term(net: EDLN, task: Task, weights, *, per_layer: bool = False):
     _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
+    terms = _entropy_terms(net, task, ws)
+    out = terms if per_layer else terms.sum(-1)
+    if sq:
+        return finite_result("entropy_term", out[0] if per_layer else float(out[0]))
+    return finite_result("entropy_term", out)
+
+
+def _entropy_terms(net, task, ws) -> np.ndarray:
+    """The body of :func:`entropy_term` for validated stacked weights: the terms ``S_i``, shape (R, D)."""
     p, q, a, omega = _residual_parts(net, task, ws)
     terms = []
     for i in range(net.depth):
         h, c, t, b, j = _layer_terms(task, p[i], q[i], a, omega)
         terms.append(4.0 * (b * t + 2.0 * _tr(c @ j)))
-    terms = np.stack(terms, axis=-1)
-    out = terms if per_layer else terms.sum(-1)
-    if sq:
-        return finite_result("entropy_term", out[0] if per_layer else float(out[0]))
-    return finite_result("entropy_term", out)
+    return np.stack(terms, axis=-1)
 
 
 def gradient_moments(net: EDLN, task: Task, weights):
