@@ -115,3 +115,19 @@ def test_bad_inputs_raise_value_errors_naming_the_parameter():
         pl.platonic_minimum(narrow, task, 0)  # a width below rank V* = 3
     with pytest.raises(ValueError, match="sigma_eps"):
         pl.platonic_minimum(net, low.with_noise(np.zeros((3, 3))), 0)
+
+
+def test_task_holds_read_only_copies_so_its_rank_cannot_go_stale():
+    """Task copies V*, Σx, Σε and freezes the copies: rank V* (computed once, read by check_task at
+    every call) cannot disagree with V* after the caller changes its own arrays."""
+    v, sx, se = np.diag([1.0, 2.0, 0.5]), np.eye(3), np.eye(3)
+    task = pl.Task(v, sx, se)
+    v[:] = 0.0
+    v[0, 0] = 1.0
+    sx[0, 0] = -1.0
+    assert task.rank == 3 == np.linalg.matrix_rank(task.v_star)
+    assert task.v_star[1, 1] == 2.0 and task.sigma_x[0, 0] == 1.0
+    for a in (task.v_star, task.sigma_x, task.sigma_eps):
+        with pytest.raises(ValueError, match="read-only"):
+            a[0, 0] = 5.0
+    assert pl.Task(np.diag([1.0, 2.0, 0.0]), sx * 0 + np.eye(3), se).rank == 2

@@ -260,7 +260,9 @@ def minimize_entropy_on_orbit(
 
     def transform(w0, v):
         # symmetry_transform's operations, without its validation at every evaluation of BFGS (a
-        # third of the search's time): a singular T_k fails np.linalg.solve, a non-finite point below
+        # third of the search's time): a singular T_k fails np.linalg.solve, a non-finite point below;
+        # a nearly singular trial T_k gives a huge S, which the line search rejects (the point
+        # returned is checked as symmetry_transform checks it)
         w = list(w0)
         for j, k in enumerate(layers):
             t = v[offs[j] : offs[j + 1]].reshape(sizes[j], sizes[j])
@@ -291,7 +293,11 @@ def minimize_entropy_on_orbit(
         res = scipy.optimize.minimize(
             fun, x0, args=(w,), jac=True, method="BFGS", options=dict(gtol=gtol, maxiter=maxiter)
         )
-        w = finite_result("minimize_entropy_on_orbit", transform(w, res.x))
+        for j in range(len(layers)):  # the point reached: every T_k invertible, as symmetry_transform requires
+            check_invertible("T", res.x[offs[j] : offs[j + 1]].reshape(sizes[j], sizes[j]))
+        w = finite_result(
+            "minimize_entropy_on_orbit", [a.copy() for a in transform(w, res.x)]
+        )  # not views of the input
         nit += res.nit
     res.nit = nit
     return w, res

@@ -85,11 +85,13 @@ class Task:
         m, n = v.shape
         sx = check_symmetric_positive_definite("sigma_x", self.sigma_x, size=n)
         se = _check_psd("sigma_eps", self.sigma_eps, m)
-        object.__setattr__(self, "v_star", v)
-        object.__setattr__(self, "sigma_x", sx)
-        object.__setattr__(self, "sigma_eps", se)
-        # rank V*, computed once (check_task reads it at every call of the chapter's functions)
-        object.__setattr__(self, "_rank", int(np.linalg.matrix_rank(v)))
+        # the task's own read-only copies: the caller's arrays can change, the task cannot (its rank
+        # V* is computed once here, and check_task reads it at every call of the chapter's functions)
+        for name, a in (("v_star", v), ("sigma_x", sx), ("sigma_eps", se)):
+            a = np.array(a, dtype=float, copy=True)
+            a.flags.writeable = False
+            object.__setattr__(self, name, a)
+        object.__setattr__(self, "_rank", int(np.linalg.matrix_rank(self.v_star)))
 
     @property
     def n(self) -> int:
