@@ -216,9 +216,16 @@ def symmetry_transform(weights, layer: int, T) -> list:
         raise ValueError(
             f"T must be {w[k - 1].shape[-2]}x{w[k - 1].shape[-2]} (width of hidden layer {layer}), got {T.shape}"
         )
+    return finite_result("symmetry_transform", _symmetry_transform(w, k, T))
+
+
+def _symmetry_transform(w: list, k: int, T) -> list:
+    """The body of :func:`symmetry_transform` (unvalidated): ``W_k → W_k T``, ``W_{k−1} → T⁻¹ W_{k−1}``
+    in a new list (the arrays it does not touch are the input's)."""
+    w = list(w)
     w[k] = w[k] @ T
     w[k - 1] = np.linalg.solve(T, w[k - 1])
-    return finite_result("symmetry_transform", w)
+    return w
 
 
 def minimize_entropy_on_orbit(
@@ -263,11 +270,9 @@ def minimize_entropy_on_orbit(
         # third of the search's time): a singular T_k fails np.linalg.solve, a non-finite point below;
         # a nearly singular trial T_k gives a huge S, which the line search rejects (the point
         # returned is checked as symmetry_transform checks it)
-        w = list(w0)
+        w = w0
         for j, k in enumerate(layers):
-            t = v[offs[j] : offs[j + 1]].reshape(sizes[j], sizes[j])
-            w[k] = w[k] @ t
-            w[k - 1] = np.linalg.solve(t, w[k - 1])
+            w = _symmetry_transform(w, k, v[offs[j] : offs[j + 1]].reshape(sizes[j], sizes[j]))
         return w
 
     def fun(v, w0):
@@ -275,9 +280,7 @@ def minimize_entropy_on_orbit(
         w = transform(w0, v)
         w1 = [a[None] for a in w]
         s_val = float(_entropy_terms(net, task, w1).sum())
-        g_s = _entropy_and_loss_gradients(net, task, w1, 1.0)
-        g_l = _entropy_and_loss_gradients(net, task, w1, 0.0)
-        g = [(a - b)[0] for a, b in zip(g_s, g_l)]
+        g = [a[0] for a in _entropy_gradients(net, task, w1)]
         grad = []
         for j, k in enumerate(layers):
             t = v[offs[j] : offs[j + 1]].reshape(sizes[j], sizes[j])
@@ -304,4 +307,4 @@ def minimize_entropy_on_orbit(
 
 
 # names from later modules of this package, imported last so that the import cycle resolves
-from .population import _entropy_and_loss_gradients, _entropy_terms  # noqa: E402
+from .population import _entropy_gradients, _entropy_terms  # noqa: E402

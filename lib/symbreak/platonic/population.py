@@ -439,6 +439,11 @@ def entropy_gradient(net: EDLN, task: Task, weights) -> list:
     _check_net(net)
     net.check_task(task)
     ws, sq = _stack(net, weights)
+    return finite_result("entropy_gradient", _unstack(_entropy_gradients(net, task, ws), sq))
+
+
+def _entropy_gradients(net, task, ws) -> list:
+    """The body of :func:`entropy_gradient` for validated stacked weights: ``∇(L + S) − ∇L``."""
     g_s = _entropy_and_loss_gradients(net, task, ws, 1.0)
     g_l = _entropy_and_loss_gradients(net, task, ws, 0.0)
-    return finite_result("entropy_gradient", _unstack([a - b for a, b in zip(g_s, g_l)], sq))
+    return [a - b for a, b in zip(g_s, g_l)]
