@@ -359,6 +359,50 @@ def test_compiled_gamma_and_exponential_are_numpy_bit_for_bit(shape):
     assert _state_str(g1) == _state_str(g2)
 
 
+@pytest.mark.parametrize("dtype, lanes", [(np.float32, 16), (np.float32, 8), (np.float64, 8)])
+def test_lane_draws_are_numpy_bit_for_bit(dtype, lanes):
+    """The SIMD-lane draws (symbreak._sfc64_lanes: every lane's stream stepped in one vector, the
+    ziggurat's first proposal in vector instructions, a rejected lane finished in scalar code) give
+    each stream's standard_normal and random() numbers and leave it in NumPy's state: 20,001 normals
+    then 41 uniforms per lane, twice, from streams that start with and without a buffered float32
+    half-word. The draws reach the ziggurat's slow paths: among them are values beyond its base
+    strip (|x| > r), which only the slow path's tail draws."""
+    import numba
+
+    from symbreak import _sfc64
+    from symbreak._sfc64_lanes import load_lanes, normal_lanes, store_lanes, uniform_lanes
+
+    @numba.njit
+    def draw(zaddr, uaddr, z, u, nz, nu, w):
+        numba.literally(w)
+        S, H, R = np.empty(4 * w, np.uint64), np.empty(2 * w, np.uint32), np.empty(w, np.uint64)
+        US, UH = np.empty(4 * w, np.uint64), np.empty(2 * w, np.uint32)
+        load_lanes(zaddr, 0, S, H, w)
+        load_lanes(uaddr, 0, US, UH, w)
+        normal_lanes(S, H, z, 0, nz, R, w)
+        uniform_lanes(US, u, 0, nu, w)
+        store_lanes(zaddr, 0, S, H, w)
+        store_lanes(uaddr, 0, US, UH, w)
+
+    nz, nu = 20_001, 41
+    mine = [np.random.Generator(np.random.SFC64(100 + q)) for q in range(2 * lanes)]
+    ref = [np.random.Generator(np.random.SFC64(100 + q)) for q in range(2 * lanes)]
+    for g in mine[::3] + ref[::3]:  # every third stream starts with a buffered half-word
+        g.integers(0, 2**32, dtype=np.uint32)
+    zaddr = np.array([_sfc64.state_address(g) for g in mine[:lanes]], np.int64)
+    uaddr = np.array([_sfc64.state_address(g) for g in mine[lanes:]], np.int64)
+    for _ in range(2):
+        z, u = np.empty(nz * lanes, dtype), np.empty(nu * lanes)
+        draw(zaddr, uaddr, z, u, nz, nu, lanes)
+        want_z = np.stack([g.standard_normal(nz, dtype=dtype) for g in ref[:lanes]], axis=1).ravel()
+        want_u = np.stack([g.random(nu) for g in ref[lanes:]], axis=1).ravel()
+        assert np.array_equal(z.view(np.uint8), want_z.view(np.uint8))
+        assert np.array_equal(u, want_u)
+        assert [_state_str(g) for g in mine] == [_state_str(g) for g in ref]
+    r = float(_sfc64._NOR_R_F if dtype == np.float32 else _sfc64._NOR_R)
+    assert (np.abs(z) > r).sum() >= 3  # the tail beyond the base strip (slow path only)
+
+
 def test_fill_normals_other_bit_generators_and_bad_input():
     """Streams that are not SFC64 take NumPy's own calls (the same numbers); a wrong ``out`` is a
     ValueError naming it."""

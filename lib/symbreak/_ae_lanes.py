@@ -12,10 +12,12 @@ functions of their own, compiled for each vector width ``w`` (a literal, by ``nu
 :func:`_gram` also for each of its two constant row offsets), not inlined by numba (whose inlining
 copies the callee's IR at each call site: that copying took two thirds of the compile time); LLVM
 still inlines where it pays. numba's cache checks only this file's time stamp, so after editing
-:mod:`symbreak._lanes` or :func:`symbreak._sfc64.bartlett_factor_lane` (which the kernel inlines)
-touch this file or clear its ``__pycache__``."""
+:mod:`symbreak._lanes`, :mod:`symbreak._sfc64_lanes` or the Bartlett draws of :mod:`symbreak._sfc64`
+(which the kernel inlines) touch this file or clear its ``__pycache__``."""
 
 from __future__ import annotations
+
+import math
 
 import numba
 import numba.extending
@@ -23,6 +25,7 @@ import numpy as np  # noqa: F401  (numba's typing of the kernel)
 
 from . import _sfc64
 from ._lanes import vacc, vcopy, vfma, vfmab, vmul, vmulb, vstore, vstore_sub, vsub_from
+from ._sfc64_lanes import load_lanes, normal_lanes, store_lanes, uniform_lanes
 
 __all__ = ["_LANES", "_linear_sgd_lanes"]
 
@@ -523,21 +526,35 @@ _ROWS = {"float64": 8, "float32": 16}
 
 @numba.njit
 def _draw_factor(
-    zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, nz, f32, F, zb, ub, gb, r0, w
+    S, H, R, US, Z, Ub, mzl, gaddr, mt_d, mt_c, boost, inv_a, shape1, mg, nz, F, gb, r0, w
 ):  # pragma: no cover
-    """One step's Bartlett factor of each replica ``r0 … r0 + w − 1`` into its lane of ``F``, from
-    its own streams (:func:`symbreak._sfc64.bartlett_factor_lane`), which it advances."""
+    """One step's Bartlett factor of each replica ``r0 … r0 + w − 1`` into its lane of ``F``: the
+    variates of :func:`symbreak._sfc64.bartlett_factor_lane` (the same streams, order and numbers),
+    drawn for the ``w`` lanes at once (:mod:`symbreak._sfc64_lanes`): the normals (``Z``, nz + d
+    positions of ``w`` lanes) from the lanes' normal streams ``S``, ``H``, the uniforms (``Ub``, 2d
+    positions) from their uniform streams ``US``, then each lane's gamma variates from its normals
+    and uniforms (its fallback stream at ``gaddr``), and the factor: ``F_ab = z_n · mz[j, n]`` below
+    the diagonal (one vector product per entry, ``mzl`` holding ``mz`` lane by lane) and
+    ``F_aa = sqrt(g_a) · mg[j, a]``, with the same operations and precision."""
+    numba.literally(w)
+    d = gb.shape[0]
+    normal_lanes(S, H, Z, 0, nz + d, R, w)
+    uniform_lanes(US, Ub, 0, 2 * d, w)
     for q in range(w):
         j = r0 + q
-        zs, zh, zw = _sfc64._load(zaddr[j])
-        us, uh, uw = _sfc64._load(uaddr[j])
         gs, gh, gw = _sfc64._load(gaddr[j])
-        zs, zh, zw, us, gs = _sfc64.bartlett_factor_lane(
-            zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, mz, mg, zb, ub, gb, F, q, w, f32
-        )
-        _sfc64._store(zaddr[j], zs, zh, zw)
-        _sfc64._store(uaddr[j], us, uh, uw)
+        gs = _sfc64.bartlett_gammas(gs, j, Z, nz * w + q, Ub, q, w, mt_d, mt_c, boost, inv_a, shape1, gb)
         _sfc64._store(gaddr[j], gs, gh, gw)
+        for a in range(d):
+            F[(a * (a + 1) // 2 + a) * w + q] = math.sqrt(gb[a]) * mg[j, a]
+    acc = vacc(F, w)
+    n = 0
+    for a in range(d):
+        row = a * (a + 1) // 2
+        for b in range(a):
+            vmul(acc, Z, n * w, mzl, n * w, w)
+            vstore(acc, F, (row + b) * w, w)
+            n += 1
 
 
 @numba.njit
@@ -583,13 +600,23 @@ def _group(
     # two factors: step t + 1's is drawn (lane by lane, scalar stores) before step t's products read
     # step t's (whole vectors), so that no vector load waits on the scalar stores just made
     nf = F.size // 2
+    # the lanes' normal and uniform streams, held side by side for the whole call
+    S, H, R = np.empty(4 * w, np.uint64), np.empty(2 * w, np.uint32), np.empty(w, np.uint64)
+    US, UH = np.empty(4 * w, np.uint64), np.empty(2 * w, np.uint32)
+    Z, Ub = np.empty((nz + d) * w, F.dtype), np.empty(2 * d * w, np.float64)
+    mzl = np.empty(nz * w, mz.dtype)
+    for x in range(nz):
+        for q in range(w):
+            mzl[x * w + q] = mz[r0 + q, x]
+    load_lanes(zaddr, r0, S, H, w)
+    load_lanes(uaddr, r0, US, UH, w)
     if n_steps > 0:
-        _draw_factor(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, nz, f32, F[:nf], zb, ub, gb, r0, w)
+        _draw_factor(S, H, R, US, Z, Ub, mzl, gaddr, mt_d, mt_c, boost, inv_a, shape1, mg, nz, F[:nf], gb, r0, w)
     for _t in range(n_steps):
         Fc = F[(_t % 2) * nf : (_t % 2 + 1) * nf]
         if _t + 1 < n_steps:
             Fn = F[((_t + 1) % 2) * nf : ((_t + 1) % 2 + 1) * nf]
-            _draw_factor(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg, nz, f32, Fn, zb, ub, gb, r0, w)
+            _draw_factor(S, H, R, US, Z, Ub, mzl, gaddr, mt_d, mt_c, boost, inv_a, shape1, mg, nz, Fn, gb, r0, w)
         # K1 = Wᵀ W (k × k, symmetric): rows of Wt
         _gram(Wt, 0, K1, k, d, w)
         # T = [N; U] with N = K1 U − Wᵀ
@@ -609,6 +636,8 @@ def _group(
         for x in range(kd):
             vsub_from(U, x * w, T, x * w, w)
             vsub_from(Wt, x * w, HF, x * w, w)
+    store_lanes(zaddr, r0, S, H, w)
+    store_lanes(uaddr, r0, US, UH, w)
     for a in range(k):
         for c in range(d):
             o = (a * d + c) * w
@@ -658,13 +687,15 @@ def _linear_sgd_lanes(
     seeds is all last few) one at a time, vectorised over the rows of the replica's matrices instead
     (:func:`_single`). Every entry is the same sequence of IEEE operations on either path (the same
     products summed in the same order, no fused multiply-adds), so a replica's numbers do not depend
-    on how many replicas run with it, nor on which path it takes. At each
-    step, for each replica of the group, :func:`symbreak._sfc64.bartlett_factor_lane` draws the
-    Bartlett factor ``F`` (``F Fᵀ = ηΣ̂``)
-    from the replica's own three streams (state addresses ``zaddr``, ``uaddr``, ``gaddr``): the same
-    variates in the same order as :meth:`symbreak.engine.WishartBlockSampler.variates`, so the same
-    minibatches as every other path, straight into the group's lane of ``F`` (packed lower
-    triangle), with no block of variates written to memory. Then the update of
+    on how many replicas run with it, nor on which path it takes. At each step, each replica draws
+    its Bartlett factor ``F`` (``F Fᵀ = ηΣ̂``) from its own three streams (state addresses
+    ``zaddr``, ``uaddr``, ``gaddr``): the same variates in the same order as
+    :meth:`symbreak.engine.WishartBlockSampler.variates`, so the same minibatches as every other
+    path. A group draws its normals and uniforms for all its lanes at once
+    (:func:`_draw_factor`, :mod:`symbreak._sfc64_lanes`), the streams held side by side for the
+    whole call; a replica alone draws them one after another
+    (:func:`symbreak._sfc64.bartlett_factor_lane`). Either way the factor goes straight into the
+    replica's lane of ``F`` (packed lower triangle), with no block of variates written to memory. Then the update of
     :meth:`symbreak.autoencoder.sgd._LinearStepper.step` through the factor, without forming ``Σ̂``:
 
     ``η∇_U L̂ = Wᵀ(WU − I) ηΣ̂ = ((WᵀW U − Wᵀ) F) Fᵀ`` and

@@ -314,12 +314,32 @@ def gamma_mt_proposals(z, nz, u, mt_d, mt_c, boost, inv_a, reps, out, bad):  # p
 
 
 @numba.njit(inline="always")
+def bartlett_gammas(gs, j, z, zo, u, uo, step, mt_d, mt_c, boost, inv_a, shape1, gb):
+    """The ``d`` gamma variates of one step's Bartlett diagonal of replica ``j`` into ``gb``: for
+    entry ``i``, the Marsaglia–Tsang proposal (:func:`mt_proposal`) from the normal
+    ``z[zo + i·step]`` and the uniform ``u[uo + i·step]``, times ``u[uo + (d + i)·step] ** inv_a``
+    for a boosted shape; a rejected one replaced by an exact gamma draw from the fallback stream
+    ``gs``. Returns its new state. (``step`` 1 for one replica's variates, the number of lanes for a
+    SIMD group's, whose lane ``q`` starts at ``zo``, ``uo`` offset by ``q``.)"""
+    d = gb.shape[0]
+    for i in range(d):
+        ok, gam = mt_proposal(z[zo + i * step], mt_d[j, i], mt_c[j, i], u[uo + i * step])
+        if ok:
+            if boost[j, i]:
+                gam = gam * u[uo + (d + i) * step] ** inv_a[j, i]
+            gb[i] = gam
+        else:
+            gam, gs = _gamma(gs, np.float64(shape1[j, i]))
+            gb[i] = gam
+    return gs
+
+
+@numba.njit(inline="always")
 def bartlett_draw(zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, zb, ub, gb, f32):
     """One step's Bartlett variates of replica ``j``, from its three streams' states (the normal
     stream ``(zs, zh, zw)``, the uniform stream ``us``, the fallback stream ``gs``): ``zb``
-    (nz + d) normals, ``ub`` (2d) uniforms, ``gb`` (d) the diagonal's gamma variates by the
-    Marsaglia–Tsang proposal (:func:`mt_proposal`),
-    a rejected one replaced by an exact gamma draw from the fallback stream. Returns the new states.
+    (nz + d) normals, ``ub`` (2d) uniforms, ``gb`` (d) the diagonal's gamma variates
+    (:func:`bartlett_gammas`). Returns the new states.
     """
     d = gb.shape[0]
     for n in range(nz + d):
@@ -329,15 +349,7 @@ def bartlett_draw(zs, zh, zw, us, gs, j, nz, mt_d, mt_c, boost, inv_a, shape1, z
             zb[n], zs = _normal(zs)
     for n in range(2 * d):
         ub[n], us = _next_double(us)
-    for i in range(d):
-        ok, gam = mt_proposal(zb[nz + i], mt_d[j, i], mt_c[j, i], ub[i])
-        if ok:
-            if boost[j, i]:
-                gam = gam * ub[d + i] ** inv_a[j, i]
-            gb[i] = gam
-        else:
-            gam, gs = _gamma(gs, np.float64(shape1[j, i]))
-            gb[i] = gam
+    gs = bartlett_gammas(gs, j, zb, nz, ub, 0, 1, mt_d, mt_c, boost, inv_a, shape1, gb)
     return zs, zh, zw, us, gs
 
 
