@@ -28,8 +28,9 @@ minibatch statistics, float64 and float32, after a warm-up.
 
 Rates are replica-steps per second (one SGD step of one network), wall clock; the engine's CPU
 time per replica-step is printed against two floors measured in the same run: the **RNG floor**
-(the step's ``d(d−1)/2 + d`` normals drawn in bulk by the compiled SFC64 ziggurat that the
-engine uses, :mod:`symbreak._sfc64`; NumPy's own bulk draw is printed next to it) and the **FLOP floor**
+(the step's ``d(d−1)/2 + d`` normals drawn in bulk by the compiled SFC64 ziggurat, a SIMD group's
+streams in lanes at once as the engine draws them, :mod:`symbreak._sfc64_lanes`; one stream at a
+time, :mod:`symbreak._sfc64`, and NumPy's own bulk draw are printed next to it) and the **FLOP floor**
 (the step's multiply-adds at the rate of a large single-thread matrix product). A breakdown of
 one engine chunk says where the rest goes. Usage: ``python benchmarks/bench_engine.py [--quick]``.
 """
@@ -43,8 +44,10 @@ import time
 import numpy as np
 import torch
 
+from symbreak import _sfc64
 from symbreak import platonic as pl
 from symbreak._ae_lanes import _LANES
+from symbreak._sfc64_lanes import fill_normal_lanes
 from symbreak.autoencoder import _FusedLinearStepper, _LinearStepper, geometric_spectrum, simulate_sgd
 from symbreak.autoencoder.sgd import _LaneLinearStepper
 from symbreak.engine import WishartBlockSampler, fill_normals, n_workers, replica_streams
@@ -436,13 +439,23 @@ def floors(dtype) -> dict:
         rng.standard_gamma(shape, out=g, dtype=dtype)
 
     zz = np.empty((1, n * (D * (D - 1) // 2 + D)), dtype=dtype)
+    lanes = _LANES[np.dtype(dtype).name]
+    lane_rngs = replica_streams(0, range(lanes))  # (kept alive: the draw writes to their states)
+    addr = np.array([_sfc64.state_address(g) for g in lane_rngs], dtype=np.int64)
+    per_lane = n // lanes * (D * (D - 1) // 2 + D)
+    zl = np.empty(per_lane * lanes, dtype=dtype)
 
     def normals_once():  # the step's 210 normals (190 off-diagonal + one per Marsaglia–Tsang gamma), compiled
         fill_normals([rng], zz)
 
+    def lane_normals_once():  # the same, a SIMD group's lanes at once, as the engine's step draws them
+        fill_normal_lanes(addr, zl, per_lane)
+        return lane_rngs
+
     rate = _cpu_timed(rng_once, 10, 2)
     out = {"numpy_rng": 1e6 / (rate * n)}
-    out["rng"] = 1e6 / (_cpu_timed(normals_once, 10, 2) * n)
+    out["scalar_rng"] = 1e6 / (_cpu_timed(normals_once, 10, 2) * n)
+    out["rng"] = 1e6 / (_cpu_timed(lane_normals_once, 10, 2) * n)
     big = np.random.default_rng(0).standard_normal((512, 512)).astype(dtype)
     c = np.empty_like(big)
     try:  # one BLAS thread: with more, their spin-waiting counts as CPU time on a loaded machine
@@ -731,8 +744,10 @@ def main() -> None:
             f"variates {b['variates']:.2f} + compiled step {b['compiled']:.2f} (ηΣ̂ = F Fᵀ, then the update's BLAS "
             f"products) = {b['variates'] + b['compiled']:.2f} µs; the batched NumPy path: variates + F Fᵀ "
             f"{b['draw']:.2f} + NumPy SGD step {b['step']:.2f} = "
-            f"{b['draw'] + b['step']:.2f} µs; floors: RNG {f['rng']:.2f} µs (the step's 210 normals, compiled; "
-            f"NumPy's own bulk draw of its 190 normals + 20 gammas: {f['numpy_rng']:.2f} µs), "
+            f"{b['draw'] + b['step']:.2f} µs; floors: RNG {f['rng']:.2f} µs (the step's 210 normals, compiled, "
+            f"{_LANES[np.dtype(dtype).name]} streams in SIMD lanes as the engine draws them; one stream at a time: "
+            f"{f['scalar_rng']:.2f} µs; NumPy's own bulk draw of its 190 normals + 20 gammas: "
+            f"{f['numpy_rng']:.2f} µs), "
             f"FLOP {f['flop']:.2f} µs (at {f['gflops']:.0f} GFLOP/s of a large matrix product)"
         )
     p, f = platonic_breakdown(), floors(np.float64)

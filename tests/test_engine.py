@@ -370,18 +370,14 @@ def test_lane_draws_are_numpy_bit_for_bit(dtype, lanes):
     import numba
 
     from symbreak import _sfc64
-    from symbreak._sfc64_lanes import load_lanes, normal_lanes, store_lanes, uniform_lanes
+    from symbreak._sfc64_lanes import fill_normal_lanes, load_lanes, store_lanes, uniform_lanes
 
     @numba.njit
-    def draw(zaddr, uaddr, z, u, nz, nu, w):
+    def uniforms(uaddr, u, nu, w):
         numba.literally(w)
-        S, H, R = np.empty(4 * w, np.uint64), np.empty(2 * w, np.uint32), np.empty(w, np.uint64)
         US, UH = np.empty(4 * w, np.uint64), np.empty(2 * w, np.uint32)
-        load_lanes(zaddr, 0, S, H, w)
         load_lanes(uaddr, 0, US, UH, w)
-        normal_lanes(S, H, z, 0, nz, R, w)
         uniform_lanes(US, u, 0, nu, w)
-        store_lanes(zaddr, 0, S, H, w)
         store_lanes(uaddr, 0, US, UH, w)
 
     nz, nu = 20_001, 41
@@ -393,7 +389,8 @@ def test_lane_draws_are_numpy_bit_for_bit(dtype, lanes):
     uaddr = np.array([_sfc64.state_address(g) for g in mine[lanes:]], np.int64)
     for _ in range(2):
         z, u = np.empty(nz * lanes, dtype), np.empty(nu * lanes)
-        draw(zaddr, uaddr, z, u, nz, nu, lanes)
+        fill_normal_lanes(zaddr, z, nz)
+        uniforms(uaddr, u, nu, lanes)
         want_z = np.stack([g.standard_normal(nz, dtype=dtype) for g in ref[:lanes]], axis=1).ravel()
         want_u = np.stack([g.random(nu) for g in ref[lanes:]], axis=1).ravel()
         assert np.array_equal(z.view(np.uint8), want_z.view(np.uint8))

@@ -35,7 +35,15 @@ from numba.extending import intrinsic
 from . import _sfc64
 from ._sfc64 import _FF, _KI, _KIF, _M52, _U1, _U8, _WI, _WIF
 
-__all__ = ["load_lanes", "normal_lanes", "store_lanes", "uniform_lanes", "vdouble_run", "vnormal_run"]
+__all__ = [
+    "fill_normal_lanes",
+    "load_lanes",
+    "normal_lanes",
+    "store_lanes",
+    "uniform_lanes",
+    "vdouble_run",
+    "vnormal_run",
+]
 
 
 def _splat(ty, value, n):
@@ -356,3 +364,23 @@ def uniform_lanes(S, out, o, count, n):  # pragma: no cover - run compiled
     literal), as ``random()`` draws them, into ``out[o + p n + q]``: :func:`vdouble_run`."""
     numba.literally(n)
     vdouble_run(S, out, o, count, n)
+
+
+@numba.njit
+def _fill(addresses, out, count, n):  # pragma: no cover - run compiled
+    numba.literally(n)
+    S, H, R = np.empty(4 * n, np.uint64), np.empty(2 * n, np.uint32), np.empty(n, np.uint64)
+    load_lanes(addresses, 0, S, H, n)
+    normal_lanes(S, H, out, 0, count, R, n)
+    store_lanes(addresses, 0, S, H, n)
+
+
+@numba.njit(nogil=True, cache=True)
+def fill_normal_lanes(addresses, out, count):  # pragma: no cover - run compiled
+    """``out[p n + q]`` for ``p < count`` filled with the next ``count`` normals of the stream at
+    ``addresses[q]`` (``n`` = ``addresses.size``: 16 with a float32 ``out``, 8 with float64, as the
+    engine's SIMD groups draw them), as ``standard_normal(count, dtype=out.dtype)`` would draw them."""
+    if addresses.size == 16:
+        _fill(addresses, out, count, 16)
+    else:
+        _fill(addresses, out, count, 8)
