@@ -67,3 +67,22 @@ def test_residual_split_and_helpers():
     assert np.allclose(ae.saturation_scale(res, 0.003), res.scales[:, 2:, 0].mean(1))
     with pytest.raises(ValueError, match="tau_from"):
         ae.saturation_scale(res, 10.0)
+
+
+@pytest.mark.parametrize("k", [3, 10, 25])
+def test_relu_residual_split_is_the_per_input_projection(k):
+    """The ReLU residual split projects each input's residual onto the span of its active units'
+    decoder columns once per activation pattern; it equals the projection made input by input
+    (W_A W_A⁺ r with an SVD pseudo-inverse of each input's own W_A), with fewer and more active
+    units than the dimension d = 12, and a unit that is never active."""
+    g = make_rng(31)
+    d = 12
+    W, U = g.standard_normal((d, k)), g.standard_normal((k, d))
+    U[0] = -np.abs(U[0])  # unit 0: inactive on the inputs below (all positive)
+    X = np.abs(g.standard_normal((d, 3000)))
+    H = U @ X
+    R = W @ np.maximum(H, 0.0) - X
+    par = np.stack([W * (H[:, n] > 0) @ np.linalg.pinv(W * (H[:, n] > 0)) @ R[:, n] for n in range(X.shape[1])], 1)
+    want = (np.mean(np.sum(par**2, axis=0)), np.mean(np.sum((R - par) ** 2, axis=0)))
+    assert np.unique(H > 0, axis=1).shape[1] < X.shape[1]  # inputs share patterns
+    np.testing.assert_allclose(ae.residual_split(W, U, X), want, rtol=1e-12)

@@ -86,8 +86,13 @@ def residual_split(W, U, X, activation: str = "relu"):
     if activation == "linear":
         par = W @ np.linalg.lstsq(W, R, rcond=None)[0]
     else:
-        Wa = W[None, :, :] * (H.T > 0)[:, None, :]  # (n, d, k): columns of the active units
-        par = (Wa @ (np.linalg.pinv(Wa) @ R.T[:, :, None]))[..., 0].T
+        # the projector onto the span of the active units' columns, W_A W_A⁺, once per activation
+        # pattern (inputs share patterns: about 500 patterns among 20,000 inputs at k = 10)
+        active = H.T > 0
+        _, first, which = np.unique(np.packbits(active, axis=1), axis=0, return_index=True, return_inverse=True)
+        Wa = W[None, :, :] * active[first][:, None, :]  # (patterns, d, k): columns of the active units
+        P = Wa @ np.linalg.pinv(Wa)
+        par = np.einsum("nij,jn->in", P[which.ravel()], R)
     return finite_result(
         "residual_split", (float(np.mean(np.sum(par**2, axis=0))), float(np.mean(np.sum((R - par) ** 2, axis=0))))
     )
