@@ -400,6 +400,72 @@ def test_lane_draws_are_numpy_bit_for_bit(dtype, lanes):
     assert (np.abs(z) > r).sum() >= 3  # the tail beyond the base strip (slow path only)
 
 
+def test_float32_wedge_test_is_numpys_double_comparison():
+    """NumPy's float32 ziggurat compares its wedge in double precision (``exp(-0.5 * x * x)`` with a
+    double ``-0.5``); a float32 ``expf`` decides differently about once in 4·10⁷ draws. This stream
+    meets such a draw at index 260,106 (found by a review): the one-stream and the lane draws both
+    give NumPy's numbers through it, and a bad lane count or ``out`` is a ValueError."""
+    from symbreak import _sfc64
+    from symbreak._sfc64_lanes import fill_normal_lanes
+    from symbreak.engine import fill_normals
+
+    n = 260_107
+    gens = [np.random.Generator(np.random.SFC64(s)) for s in (17, 17, *range(1000, 1007))]
+    for g in gens[:2]:
+        g.integers(0, 2**32, dtype=np.uint32)  # a buffered half-word first
+    ref = np.random.Generator(np.random.SFC64(17))
+    ref.integers(0, 2**32, dtype=np.uint32)
+    want = ref.standard_normal(n, dtype=np.float32)
+    one = np.empty((1, n), np.float32)
+    fill_normals(gens[:1], one)
+    lanes = np.empty(8 * n, np.float32)
+    addr = np.array([_sfc64.state_address(g) for g in gens[1:]], np.int64)
+    fill_normal_lanes(addr, lanes, n)
+    assert np.array_equal(one[0], want) and np.array_equal(lanes[0::8], want)
+    for bad_addr, bad_out in ((addr[:5], lanes), (addr, lanes[:-1])):
+        with pytest.raises(ValueError, match="fill_normal_lanes"):
+            fill_normal_lanes(bad_addr, bad_out, n)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_draws_on_the_ziggurats_acceptance_boundary(dtype):
+    """A stream set so that its next first proposal sits exactly on the ziggurat's boundary
+    (``rabs == ki[idx]``, which NumPy rejects: ``rabs < ki`` accepts): the one-stream and the lane
+    draws give NumPy's numbers and states; a count of 0 draws nothing and leaves the states."""
+    from symbreak import _sfc64
+    from symbreak._sfc64_lanes import fill_normal_lanes
+    from symbreak.engine import fill_normals
+
+    f32, idx, m = dtype == np.float32, 7, (1 << 64) - 1
+
+    def crafted():
+        g = np.random.Generator(np.random.SFC64(5))
+        st = g.bit_generator.state
+        w = [int(v) for v in st["state"]["state"]]
+        if f32:  # the low half-word of the next 64-bit step: rabs in bits 9–31, sign 0, idx
+            out = (0x9E3779B9 << 32) | (int(_sfc64._KIF[idx]) << 9) | idx
+        else:  # rabs in bits 9–60, sign 0, idx
+            out = (int(_sfc64._KI[idx]) << 9) | idx
+        w[0] = (out - w[1] - w[3]) & m  # the SFC64 output is s0 + s1 + s3
+        st["state"]["state"] = np.array(w, dtype=np.uint64)
+        st["has_uint32"], st["uinteger"] = 0, 0
+        g.bit_generator.state = st
+        return g
+
+    want = crafted().standard_normal(50, dtype=dtype)
+    one, mine = crafted(), [crafted()] + [np.random.Generator(np.random.SFC64(q)) for q in range(7)]
+    z1 = np.empty((1, 50), dtype)
+    fill_normals([one], z1)
+    addr = np.array([_sfc64.state_address(g) for g in mine], np.int64)
+    before = [_state_str(g) for g in mine]
+    fill_normal_lanes(addr, np.empty(0, dtype), 0)
+    assert [_state_str(g) for g in mine] == before
+    z = np.empty(8 * 50, dtype)
+    fill_normal_lanes(addr, z, 50)
+    assert np.array_equal(z1[0], want) and np.array_equal(z[0::8], want)
+    assert _state_str(mine[0]) == _state_str(one)
+
+
 def test_fill_normals_other_bit_generators_and_bad_input():
     """Streams that are not SFC64 take NumPy's own calls (the same numbers); a wrong ``out`` is a
     ValueError naming it."""

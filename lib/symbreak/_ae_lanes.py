@@ -597,8 +597,8 @@ def _group(
             for q in range(w):
                 U[o + q] = V[r0 + q, a, c]
                 Wt[o + q] = V[r0 + q, k + a, c]
-    # two factors: step t + 1's is drawn (lane by lane, scalar stores) before step t's products read
-    # step t's (whole vectors), so that no vector load waits on the scalar stores just made
+    # two factors: step t + 1's is drawn (its diagonal lane by lane, by scalar stores) before step t's
+    # products read step t's (whole vectors), so that no vector load waits on the scalar stores just made
     nf = F.size // 2
     # the lanes' normal and uniform streams, held side by side for the whole call
     S, H, R = np.empty(4 * w, np.uint64), np.empty(2 * w, np.uint32), np.empty(w, np.uint64)

@@ -139,7 +139,10 @@ def _normal_f_tail(st, has, word, rabs, idx, x):
                     return -np.float32(_NOR_R_F + xx), st, has, word
                 return np.float32(_NOR_R_F + xx), st, has, word
     u, st, has, word = _next_float(st, has, word)
-    if (_FIF[idx - 1] - _FIF[idx]) * u + _FIF[idx] < np.float32(np.exp(-np.float32(0.5) * x * x)):
+    # the wedge test as NumPy's C code writes it: the left side in float32, ``exp(-0.5 * x * x)`` in
+    # double (``-0.5`` is a double), the comparison in double
+    xd = np.float64(x)
+    if np.float64((_FIF[idx - 1] - _FIF[idx]) * u + _FIF[idx]) < math.exp(-0.5 * xd * xd):
         return x, st, has, word
     return np.float32(np.nan), st, has, word
 

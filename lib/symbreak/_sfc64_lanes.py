@@ -20,7 +20,8 @@ over the slow paths too); a lane never reads another lane's stream.
 A group's states are held as ``S`` (uint64, ``4 n``: word ``i`` of lane ``q`` at ``i n + q``) and
 ``H`` (uint32, ``2 n``: the buffered-half-word flag of lane ``q`` at ``q``, the half word at
 ``n + q``); :func:`load_lanes` and :func:`store_lanes` move them from and to NumPy's generators.
-Imported on first use (it imports numba).
+Imported on first use (it imports numba). The slow paths are :mod:`symbreak._sfc64`'s, inlined: after
+editing that module, touch this one (numba's disk cache checks only the defining file's time stamp).
 """
 
 from __future__ import annotations
@@ -379,7 +380,15 @@ def _fill(addresses, out, count, n):  # pragma: no cover - run compiled
 def fill_normal_lanes(addresses, out, count):  # pragma: no cover - run compiled
     """``out[p n + q]`` for ``p < count`` filled with the next ``count`` normals of the stream at
     ``addresses[q]`` (``n`` = ``addresses.size``: 16 with a float32 ``out``, 8 with float64, as the
-    engine's SIMD groups draw them), as ``standard_normal(count, dtype=out.dtype)`` would draw them."""
+    engine's SIMD groups draw them), as ``standard_normal(count, dtype=out.dtype)`` would draw them.
+    The streams must stay alive, and each must be a distinct stream, while it runs.
+
+    Raises ``ValueError`` unless there are 8 or 16 addresses, ``count ≥ 0`` and ``out`` holds
+    ``count · n`` numbers."""
+    if addresses.size != 16 and addresses.size != 8:
+        raise ValueError("fill_normal_lanes needs 8 or 16 stream addresses")
+    if count < 0 or out.size < count * addresses.size:
+        raise ValueError("fill_normal_lanes needs count >= 0 and out.size >= count * len(addresses)")
     if addresses.size == 16:
         _fill(addresses, out, count, 16)
     else:
