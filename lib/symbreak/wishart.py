@@ -621,7 +621,9 @@ class WishartBlockSampler:
             ``(zaddr, uaddr, gaddr, mt_d, mt_c, boost, inv_a, shape1, mz, mg)``: the state addresses
             of each replica's three streams (normals, uniforms, fallback gammas), the Marsaglia–Tsang
             constants, and the multipliers of :meth:`variates`. ``None`` when a stream is not NumPy's
-            SFC64 (then use :meth:`variates`). The compiled step advances the streams in place.
+            SFC64, or when a stream serves two replicas or two roles (a compiled step holds a SIMD
+            group's streams side by side, each as its own copy): then use :meth:`variates`. The
+            compiled step advances the streams in place.
         """
         if not self.bartlett_only:
             raise ValueError("lane_arguments needs a 1-D factor and batch sizes >= d for every replica")
@@ -629,7 +631,7 @@ class WishartBlockSampler:
         if streams is None:
             return None
         addr = self._addresses(streams, [self._aux_streams(st) for st in streams])
-        if addr is None:
+        if addr is None or np.unique(np.concatenate(addr)).size != 3 * len(streams):
             return None
         return (*addr, self._mt_d, self._mt_c, self._boost, self._inv_a, self._shape1, self._mz, self._mg)
 

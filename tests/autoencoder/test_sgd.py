@@ -192,6 +192,19 @@ def test_lane_step_replica_does_not_depend_on_its_group(dtype, d, k):
     assert np.array_equal(run(np.arange(16, 27)), everything[16:])  # float32: 8 in a group of 8, then 3
 
 
+def test_lane_arguments_refuse_a_stream_shared_by_two_replicas():
+    """A SIMD group holds its replicas' streams side by side, each as its own copy: a stream given to
+    two replicas (where the one-at-a-time paths draw from it in turn) is no lane argument, so the
+    model takes the block path, which draws from it in order."""
+    from symbreak.engine import replica_streams
+
+    lam = ae.geometric_spectrum(6)
+    smp = WishartBlockSampler(np.sqrt(lam), np.array([8, 8]), scale=np.array([0.01, 0.01]), max_steps=8)
+    assert smp.lane_arguments(replica_streams(1, range(2))) is not None
+    g = replica_streams(1, range(1))[0]
+    assert smp.lane_arguments([g, g]) is None
+
+
 def test_lane_model_keeps_replicas_and_matches_the_block_path(monkeypatch):
     """_LinearModel takes the lane step on SFC64 streams; after keep() drops replicas (as the runner
     does when they finish), the survivors continue exactly as in a model that kept them all; and the
