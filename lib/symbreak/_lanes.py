@@ -107,15 +107,19 @@ def vfma(typingctx, acc, x, i, y, j, n):
     return types.void(acc, x, i, y, j, n), codegen
 
 
-def _vsplat(context, builder, aryty, ary, idx, n):
-    data = context.make_array(aryty)(context, builder, ary).data
-    x = builder.load(builder.gep(data, [idx]))
-    vt = ir.VectorType(context.get_data_type(aryty.dtype), n)
+def _splat_value(builder, x, n):
+    """The scalar ``x`` in every one of ``n`` lanes."""
+    vt = ir.VectorType(x.type, n)
     return builder.shuffle_vector(
         builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0)),
         ir.Constant(vt, ir.Undefined),
         ir.Constant(ir.VectorType(ir.IntType(32), n), [0] * n),
     )
+
+
+def _vsplat(context, builder, aryty, ary, idx, n):
+    data = context.make_array(aryty)(context, builder, ary).data
+    return _splat_value(builder, builder.load(builder.gep(data, [idx])), n)
 
 
 @intrinsic
@@ -260,14 +264,7 @@ def vscale(typingctx, acc, c, n):
 
     def codegen(context, builder, sig, args):
         a, cv, _ = args
-        dt = context.get_data_type(acc.dtype)
-        x = context.cast(builder, cv, c, acc.dtype)
-        vt = ir.VectorType(dt, size)
-        v = builder.shuffle_vector(
-            builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0)),
-            ir.Constant(vt, ir.Undefined),
-            ir.Constant(ir.VectorType(ir.IntType(32), size), [0] * size),
-        )
+        v = _splat_value(builder, context.cast(builder, cv, c, acc.dtype), size)
         p = _accptr(context, builder, acc, a, size)
         builder.store(builder.fmul(builder.load(p), v), p)
         return context.get_dummy_value()

@@ -34,6 +34,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from . import _sfc64
+from ._lanes import _splat_value, _vptr
 from ._sfc64 import _FF, _KI, _KIF, _M52, _U1, _U8, _WI, _WIF
 
 __all__ = [
@@ -49,12 +50,6 @@ __all__ = [
 
 def _splat(ty, value, n):
     return ir.Constant(ir.VectorType(ty, n), [ir.Constant(ty, value)] * n)
-
-
-def _vptr(context, builder, aryty, ary, start, n):
-    data = context.make_array(aryty)(context, builder, ary).data
-    vt = ir.VectorType(context.get_data_type(aryty.dtype), n)
-    return builder.bitcast(builder.gep(data, [start]), vt.as_pointer())
 
 
 def _step(builder, s, n):
@@ -134,14 +129,6 @@ def _table(context, builder, aryty, ary, idx, n):
     every = ir.Constant(ir.VectorType(ir.IntType(1), n), [ir.Constant(ir.IntType(1), 1)] * n)
     return builder.call(
         fn, [ptrs, ir.Constant(ir.IntType(32), size), every, ir.Constant(ir.VectorType(et, n), ir.Undefined)]
-    )
-
-
-def _splat_value(builder, x, n):
-    vt = ir.VectorType(x.type, n)
-    v = builder.insert_element(ir.Constant(vt, ir.Undefined), x, ir.Constant(ir.IntType(32), 0))
-    return builder.shuffle_vector(
-        v, ir.Constant(vt, ir.Undefined), ir.Constant(ir.VectorType(ir.IntType(32), n), [0] * n)
     )
 
 
